@@ -1,0 +1,3 @@
+"""Authorship-analysis benchmark harness for PAN-style shared tasks."""
+
+__version__ = "0.1.0"

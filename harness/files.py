@@ -1,0 +1,128 @@
+"""File helpers: jsonl reading with precise errors, atomic writes, data checksums."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import DataError
+
+
+def find_data_file(folder: Path, stem: str) -> Path:
+    """Return `folder/stem` or its gzipped twin `folder/stem.gz`; a DataError names what is missing."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError("is not a directory", path=folder)
+    for candidate in (folder / stem, folder / f"{stem}.gz"):
+        if candidate.is_file():
+            return candidate
+    raise DataError(f"expected {stem} or {stem}.gz in this directory", path=folder)
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line of a plain or gzipped jsonl file.
+
+    Non-UTF-8 bytes, malformed JSON, non-object lines and an empty file are DataErrors
+    that name the file and line.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    seen_any = False
+    try:
+        with opener(path, "rb") as handle:
+            for line_no, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataError(f"not valid UTF-8 ({exc.reason})", path=path, line=line_no) from None
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"malformed JSON ({exc.msg})", path=path, line=line_no) from None
+                if not isinstance(obj, dict):
+                    raise DataError("expected a JSON object", path=path, line=line_no)
+                seen_any = True
+                yield line_no, obj
+    except (OSError, EOFError) as exc:  # gzip errors on truncated or non-gzip files
+        if isinstance(exc, FileNotFoundError):
+            raise DataError("file not found", path=path) from None
+        raise DataError(f"cannot read ({exc})", path=path) from None
+    if not seen_any:
+        raise DataError("file is empty", path=path)
+
+
+def require_field(obj: dict[str, Any], field: str, kind: type | tuple[type, ...], path: Path, line: int) -> Any:
+    """Return obj[field], checking presence and type; a DataError names file, line and field."""
+    if field not in obj:
+        raise DataError("missing", path=path, line=line, field=field)
+    value = obj[field]
+    # bool is an int in Python; never accept it where a number is asked for, or the reverse
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        raise DataError(f"expected {_type_names(kind)}, got {type(value).__name__}", path=path, line=line, field=field)
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _type_names(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in _as_tuple(kind))
+
+
+@contextlib.contextmanager
+def atomic_write(path: Path, mode: str = "w") -> Iterator[Any]:
+    """Write to a temporary file beside `path` and rename it into place on success.
+
+    A crash or an exception leaves no half-written file and keeps any earlier file intact.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write pretty JSON atomically."""
+    with atomic_write(path) as handle:
+        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=False)
+        handle.write("\n")
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Write one JSON object per line atomically."""
+    with atomic_write(path) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def sha256_files(paths: Iterable[Path], root: Path | None = None) -> str:
+    """One sha256 over several files' relative names and bytes, in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        name = str(path.relative_to(root)) if root is not None else path.name
+        digest.update(name.encode("utf-8") + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return "sha256:" + digest.hexdigest()

@@ -1,0 +1,54 @@
+"""Small immutable records that flow from task adapters to systems to metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+# PAN's convention: an answer of exactly 0.5 is a non-answer (the system abstains).
+NO_ANSWER = 0.5
+
+
+class VerificationProblem(NamedTuple):
+    """One verification problem: did the last text's author write the others?
+
+    PAN 2020-2023 pairs have two texts; PAN 2013-2015 problems have one to five known
+    texts followed by the questioned (unknown) text, which is always last.
+    """
+
+    id: str
+    texts: tuple[str, ...]
+    discourse_types: tuple[str, ...] | None = None
+
+    @property
+    def known(self) -> tuple[str, ...]:
+        return self.texts[:-1]
+
+    @property
+    def unknown(self) -> str:
+        return self.texts[-1]
+
+
+class VerificationTruth(NamedTuple):
+    """Ground truth of one problem; `authors` is None where the corpus does not name them."""
+
+    id: str
+    same: bool
+    authors: tuple[str, ...] | None = None
+
+
+class Answer(NamedTuple):
+    """A system's answer: a score in [0, 1]; exactly 0.5 means "no answer"."""
+
+    id: str
+    value: float
+
+
+class VerificationData(NamedTuple):
+    """A loaded split: its problems, its truth (None in TIRA mode) and where it came from."""
+
+    problems: tuple[VerificationProblem, ...]
+    truth: Mapping[str, VerificationTruth] | None
+    source: Path
+    checksum: str  # sha256 over the files read, so a result names exactly the data it saw

@@ -1,0 +1,36 @@
+"""What a system is: something that fits on a training split and answers problems."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.records import Answer, VerificationData, VerificationProblem
+
+
+class VerificationSystem(Protocol):
+    """A verification system, as the runner and TIRA's `harness predict` call it."""
+
+    name: str
+
+    def fit(self, train: VerificationData, *, seed: int) -> None:
+        """Train or calibrate on a split with truth; a no-op for untrained systems."""
+        ...
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        """One answer per problem, in order; 0.5 exactly for "no answer"."""
+        ...
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters, recorded in every result file."""
+        ...
+
+    def save(self, directory: Path) -> None:
+        """Write a checkpoint folder that `load` reads back to give the same answers."""
+        ...
+
+    @classmethod
+    def load(cls, directory: Path) -> VerificationSystem:
+        """Read a checkpoint folder written by `save`."""
+        ...
