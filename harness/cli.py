@@ -1,0 +1,181 @@
+"""The `harness` command line. Heavy modules are imported inside commands, never at start-up."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness import __version__, registry
+from harness.errors import HarnessError
+
+logger = logging.getLogger("harness")
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr)
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`--param max_features=5000` -> {"max_features": 5000}; values are JSON where they parse, else strings."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--param")
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    return params
+
+
+class _HarnessGroup(click.Group):
+    """Reports HarnessError (bad data, bad options) in one line with exit code 2, no traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=_HarnessGroup)
+@click.version_option(__version__, prog_name="harness")
+@click.option("-v", "--verbose", is_flag=True, help="More log output.")
+def main(verbose: bool) -> None:
+    """Benchmark harness for PAN-style authorship analysis."""
+    _setup_logging(verbose)
+
+
+@main.command("list")
+def list_cmd() -> None:
+    """List tasks, systems and measures."""
+    for title, table in (("tasks", registry.TASKS), ("systems", registry.SYSTEMS)):
+        click.echo(f"{title}:")
+        for name, entry in table.items():
+            click.echo(f"  {name:<14} {entry.description}")
+    click.echo("measures:")
+    for name, description in registry.MEASURES.items():
+        click.echo(f"  {name:<14} {description}")
+
+
+@main.command("run")
+@click.option("--system", "systems", multiple=True, required=True, help="System name (repeatable).")
+@click.option("--task", "tasks", multiple=True, required=True, help="Task name (repeatable).")
+@click.option("--data", "data_dir", type=click.Path(path_type=Path), required=True, help="Dataset folder.")
+@click.option("--seed", "seeds", type=int, multiple=True, default=(0,), show_default=True, help="Seed (repeatable).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--param", "param_pairs", multiple=True, help="System parameter KEY=VALUE (repeatable).")
+@click.option("--overwrite", is_flag=True, help="Recompute and replace runs that already exist.")
+def run_cmd(
+    systems: tuple[str, ...],
+    tasks: tuple[str, ...],
+    data_dir: Path,
+    seeds: tuple[int, ...],
+    out_dir: Path,
+    param_pairs: tuple[str, ...],
+    overwrite: bool,
+) -> None:
+    """Fit on the train split, answer the test split, score it, write result.json and answers.jsonl.
+
+    Several systems, tasks or seeds run one after another; runs that exist are kept.
+    """
+    from harness.runner import run
+
+    params = _parse_params(param_pairs)
+    for task_name in tasks:
+        for system_name in systems:
+            for seed in seeds:
+                outcome = run(
+                    system_name=system_name,
+                    task_name=task_name,
+                    data_dir=data_dir,
+                    seed=seed,
+                    out_dir=out_dir,
+                    params=params,
+                    overwrite=overwrite,
+                )
+                main_score = outcome.result["main_score"]
+                status = "kept" if outcome.reused else "done"
+                click.echo(f"{status}: {task_name} {system_name} seed={seed} -> {outcome.run_dir}")
+                for name, value in outcome.result["scores"].items():
+                    marker = "  <- main score" if name == main_score["name"] else ""
+                    click.echo(f"  {name:<14} {value:.4f}{marker}")
+
+
+@main.command("predict")
+@click.option("--system", "system_name", required=True)
+@click.option("--task", "task_name", required=True)
+@click.option("--input", "input_dir", type=click.Path(path_type=Path), required=True, help="Problems (no truth).")
+@click.option("--output", "output_dir", type=click.Path(path_type=Path), required=True)
+@click.option("--checkpoint", type=click.Path(path_type=Path), help="A checkpoint folder written by `harness run`.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing answers.jsonl.")
+def predict_cmd(
+    system_name: str, task_name: str, input_dir: Path, output_dir: Path, checkpoint: Path | None, overwrite: bool
+) -> None:
+    """TIRA mode: answer the problems in --input and write --output/answers.jsonl. Needs no network."""
+    from harness.files import write_jsonl
+
+    answers_path = output_dir / "answers.jsonl"
+    if answers_path.exists() and not overwrite:
+        raise HarnessError(f"{answers_path} exists; pass --overwrite to replace it")
+    task = registry.task_class(task_name)()
+    data = task.load_inputs(input_dir)
+    system_cls = registry.system_class(system_name)
+    system = system_cls.load(checkpoint) if checkpoint is not None else system_cls()
+    answers = system.predict(data.problems)
+    write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
+    click.echo(f"wrote {len(answers)} answers to {answers_path}")
+
+
+@main.command("score")
+@click.option("--task", "task_name", required=True)
+@click.option("--truth", "truth_path", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option("--answers", "answers_path", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option(
+    "--evaluator", type=click.Choice(["pan20", "pan23"]), default=None, help="Evaluator profile (default: the task's)."
+)
+@click.option("--output", "output_dir", type=click.Path(path_type=Path), default=Path("."), show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an existing out.json / evaluation.prototext.")
+def score_cmd(
+    task_name: str, truth_path: Path, answers_path: Path, evaluator: str | None, output_dir: Path, overwrite: bool
+) -> None:
+    """PAN's official evaluator: print the scores, write out.json and evaluation.prototext."""
+    from harness.evaluator import read_answers, score_answers, write_tira_outputs
+    from harness.files import find_data_file
+
+    for name in ("out.json", "evaluation.prototext"):
+        if (output_dir / name).exists() and not overwrite:
+            raise HarnessError(f"{output_dir / name} exists; pass --overwrite to replace it")
+    task = registry.task_class(task_name)()
+    truth = task.read_truth(truth_path)
+    if answers_path.is_dir():
+        answers_path = find_data_file(answers_path, "answers.jsonl")
+    answers = read_answers(answers_path)
+    profile = evaluator or task.metadata.evaluator
+    scores = score_answers(answers, truth, profile=profile, answers_path=answers_path)
+    write_tira_outputs(scores, output_dir)
+    for name, value in scores.items():
+        click.echo(f"{name:<10} {value:.6f}")
+
+
+@main.command("convert")
+@click.argument("src", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("dst", type=click.Path(path_type=Path))
+@click.option("--overwrite", is_flag=True, help="Replace existing pairs.jsonl / truth.jsonl in DST.")
+def convert_cmd(src: Path, dst: Path, overwrite: bool) -> None:
+    """Convert a PAN 2013-2015 corpus folder (problem folders + truth.txt) to PAN 2020-2023 jsonl."""
+    from tasks.convert import convert_classic_to_jsonl
+
+    count = convert_classic_to_jsonl(src, dst, overwrite=overwrite)
+    click.echo(f"converted {count} problems from {src} to {dst}")
+
+
+if __name__ == "__main__":
+    main()

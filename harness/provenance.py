@@ -1,0 +1,66 @@
+"""Where a number came from: harness version, git commit, libraries, machine."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import harness
+
+# Libraries whose versions can move a score; recorded when installed.
+TRACKED_LIBRARIES = ("numpy", "scipy", "scikit-learn", "pyppmd", "torch", "transformers", "tokenizers", "faiss-cpu")
+
+
+def git_commit() -> dict[str, Any]:
+    """The commit of the harness source tree and whether it had uncommitted changes."""
+    root = Path(harness.__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}  # installed from a wheel, or no git: say so, don't guess
+    return {"commit": commit, "dirty": dirty}
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for name in TRACKED_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def device_description() -> str:
+    """The device the run computed on; CUDA is only asked about if torch is already loaded."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return f"cuda:{torch.cuda.get_device_name(0)}"
+    return f"cpu:{platform.processor() or platform.machine()}"
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "harness_version": harness.__version__,
+        "git": git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "libraries": library_versions(),
+        "device": device_description(),
+    }
