@@ -1,0 +1,84 @@
+"""Convert a PAN 2013-2015 verification corpus folder to the PAN 2020-2023 jsonl format.
+
+One corpus folder (problem folders + truth.txt, if present) becomes one split folder of the
+`pan23` task: `pairs.jsonl` and, when the corpus has truth, `truth.jsonl`. Each problem becomes
+one pair:
+
+    pair            = [known texts joined by a blank line, unknown text]
+                      (trailing line breaks of each known text are dropped before joining)
+    discourse_types = [genre, genre]   (the corpus genre, see tasks.pan_verification.classic_genre)
+    authors         = placeholder_authors(id, same): ["<id>-known", "<id>-known"] when same,
+                      ["<id>-known", "<id>-unknown"] when not, so `same` and `authors` agree.
+
+Texts are read as `PanClassicTask` reads them (UTF-8, BOM dropped, line ends normalised to "\\n").
+Everything is read and validated before anything is written; files are written atomically
+(to a temporary name, renamed into place), so a failure leaves no half-written output.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.files import atomic_write
+from harness.records import VerificationProblem
+from tasks.pan_verification import check_truth_ids, placeholder_authors, read_classic_corpus, read_classic_truth
+
+logger = logging.getLogger("harness")
+
+PAIRS = "pairs.jsonl"
+TRUTH = "truth.jsonl"
+# Plain and gzipped twins both count as outputs: a stale twin would be read instead of, or beside, new files.
+_OUTPUTS = (PAIRS, f"{PAIRS}.gz", TRUTH, f"{TRUTH}.gz")
+
+
+def _pair_row(problem: VerificationProblem) -> dict[str, object]:
+    known = "\n\n".join(text.rstrip("\n") for text in problem.known)
+    row: dict[str, object] = {"id": problem.id, "pair": [known, problem.unknown]}
+    if problem.discourse_types:
+        row["discourse_types"] = [problem.discourse_types[0], problem.discourse_types[-1]]
+    return row
+
+
+def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -> int:
+    """Convert the PAN 2013-2015 corpus folder `src` into `dst/pairs.jsonl` (+ `dst/truth.jsonl`).
+
+    Returns the number of problems converted. Existing outputs in `dst` (pairs.jsonl, truth.jsonl or
+    their .gz twins) are a HarnessError unless `overwrite` is true; with it, they are replaced and
+    any stale twin (or a truth.jsonl when `src` has no truth) is removed, so `dst` holds exactly
+    what `src` gives.
+    """
+    src, dst = Path(src), Path(dst)
+    existing = [dst / name for name in _OUTPUTS if (dst / name).exists()]
+    if existing and not overwrite:
+        names = ", ".join(p.name for p in existing)
+        raise HarnessError(f"{dst}: {names} already exist; use overwrite=True (harness convert --overwrite) to replace")
+
+    problems, _ = read_classic_corpus(src)
+    truth_path = src / "truth.txt"
+    truth = None
+    if truth_path.is_file():
+        truth, lines = read_classic_truth(truth_path)
+        check_truth_ids(problems, truth, lines, truth_path, src)
+
+    # Nested atomic writes: truth is renamed into place only once its rows are written, pairs only
+    # after that, so a failure at any point leaves dst as it was (earlier outputs included).
+    written = [dst / PAIRS]
+    with atomic_write(dst / PAIRS) as pairs_handle:
+        for problem in problems:
+            pairs_handle.write(json.dumps(_pair_row(problem), ensure_ascii=False) + "\n")
+        if truth is not None:
+            written.append(dst / TRUTH)
+            with atomic_write(dst / TRUTH) as truth_handle:
+                for problem in problems:
+                    same = truth[problem.id].same
+                    row = {"id": problem.id, "same": same, "authors": list(placeholder_authors(problem.id, same))}
+                    truth_handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    for stale in existing:
+        if stale not in written:
+            stale.unlink()
+            logger.info("removed stale %s", stale)
+    logger.info("converted %d problems from %s to %s", len(problems), src, dst)
+    return len(problems)

@@ -1,0 +1,167 @@
+"""Converting PAN 2013-2015 corpus folders to PAN 2020-2023 jsonl."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from harness.errors import DataError, HarnessError
+from tasks import convert as convert_module
+from tasks.convert import convert_classic_to_jsonl
+from tasks.pan_verification import Pan23Task, PanClassicTask
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
+TARBALL = SHARED / "pan13-15-av-en.tar.gz"
+
+# name -> substring of the corpus folder's path in the tarball
+CORPORA = {
+    "essays-train": "training-corpus-english-essays",
+    "novels-test": "test-corpus2-english-novels",
+    "pan15-train": "pan15-authorship-verification-training-dataset-english",
+}
+
+
+@pytest.fixture(scope="session")
+def corpora(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Some real corpus folders, extracted from the tarball into a temporary folder."""
+    if not TARBALL.is_file():
+        pytest.skip(f"real PAN data not found at {TARBALL} (set HARNESS_SHARED_DATA)")
+    dest = tmp_path_factory.mktemp("pan-convert")
+    with tarfile.open(TARBALL) as tar:
+        members = [m for m in tar.getmembers() if any(key in m.name for key in CORPORA.values())]
+        tar.extractall(dest, members=members, filter="data")
+    folders = {Path(*Path(m.name).parts[:3]) for m in members if len(Path(m.name).parts) > 3}
+    return {name: dest / next(f for f in folders if key in f.name) for name, key in CORPORA.items()}
+
+
+def small_corpus(root: Path, *, truth: str | None = "P01 Y\nP02 N\n") -> Path:
+    for problem_id, known in (("P01", ["first known\n", "second known\n\n"]), ("P02", ["only known"])):
+        (root / problem_id).mkdir(parents=True)
+        for n, text in enumerate(known, start=1):
+            (root / problem_id / f"known{n:02d}.txt").write_text(text, encoding="utf-8")
+        (root / problem_id / "unknown.txt").write_text(f"unknown of {problem_id}\n", encoding="utf-8")
+    if truth is not None:
+        (root / "truth.txt").write_text(truth, encoding="utf-8")
+    (root / "contents.json").write_text(json.dumps({"language": "english", "genre": "essays"}), encoding="utf-8")
+    return root
+
+
+def test_convert_small_corpus(tmp_path: Path) -> None:
+    src = small_corpus(tmp_path / "corpus")
+    assert convert_classic_to_jsonl(src, tmp_path / "out" / "train") == 2
+    rows = [json.loads(line) for line in (tmp_path / "out" / "train" / "pairs.jsonl").read_text().splitlines()]
+    assert rows[0] == {
+        "id": "P01",
+        "pair": ["first known\n\nsecond known", "unknown of P01\n"],
+        "discourse_types": ["essay", "essay"],
+    }
+    assert rows[1]["pair"] == ["only known", "unknown of P02\n"]
+    truth = [json.loads(line) for line in (tmp_path / "out" / "train" / "truth.jsonl").read_text().splitlines()]
+    assert truth == [
+        {"id": "P01", "same": True, "authors": ["P01-known", "P01-known"]},
+        {"id": "P02", "same": False, "authors": ["P02-known", "P02-unknown"]},
+    ]
+    assert sorted(p.name for p in (tmp_path / "out" / "train").iterdir()) == ["pairs.jsonl", "truth.jsonl"]
+
+
+def test_convert_without_truth_writes_pairs_only(tmp_path: Path) -> None:
+    src = small_corpus(tmp_path / "corpus", truth=None)
+    assert convert_classic_to_jsonl(src, tmp_path / "out") == 2
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["pairs.jsonl"]
+    assert Pan23Task().load_inputs(tmp_path / "out").truth is None
+
+
+def test_convert_refuses_to_overwrite(tmp_path: Path) -> None:
+    src = small_corpus(tmp_path / "corpus")
+    out = tmp_path / "out"
+    convert_classic_to_jsonl(src, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    (src / "P01" / "unknown.txt").write_text("changed", encoding="utf-8")
+    with pytest.raises(HarnessError, match="already exist.*overwrite"):
+        convert_classic_to_jsonl(src, out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # a gzipped twin counts as an existing output too: it would shadow or contradict new files
+    gz_only = tmp_path / "gz-only"
+    gz_only.mkdir()
+    (gz_only / "truth.jsonl.gz").write_bytes(b"")
+    with pytest.raises(HarnessError, match="truth.jsonl.gz"):
+        convert_classic_to_jsonl(src, gz_only)
+    assert convert_classic_to_jsonl(src, out, overwrite=True) == 2
+    assert "changed" in (out / "pairs.jsonl").read_text(encoding="utf-8")
+
+
+def test_overwrite_removes_stale_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    convert_classic_to_jsonl(small_corpus(tmp_path / "with-truth"), out)
+    (out / "pairs.jsonl.gz").write_bytes(b"stale")
+    convert_classic_to_jsonl(small_corpus(tmp_path / "no-truth", truth=None), out, overwrite=True)
+    assert sorted(p.name for p in out.iterdir()) == ["pairs.jsonl"]  # no truth left over from the earlier corpus
+
+
+def test_bad_corpus_writes_nothing(tmp_path: Path) -> None:
+    src = small_corpus(tmp_path / "corpus")
+    (src / "P02" / "unknown.txt").write_bytes(b"caf\xe9")
+    with pytest.raises(DataError, match="UTF-8"):
+        convert_classic_to_jsonl(src, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    src = small_corpus(tmp_path / "corpus2", truth="P01 Y\n")
+    with pytest.raises(DataError, match="no truth for problem 'P02'"):
+        convert_classic_to_jsonl(src, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_failure_while_writing_keeps_earlier_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = small_corpus(tmp_path / "corpus")
+    out = tmp_path / "out"
+    convert_classic_to_jsonl(src, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def broken(problem_id: str, same: bool) -> tuple[str, str]:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(convert_module, "placeholder_authors", broken)
+    (src / "P01" / "unknown.txt").write_text("changed", encoding="utf-8")
+    with pytest.raises(OSError, match="disk full"):
+        convert_classic_to_jsonl(src, out, overwrite=True)
+    # neither file was replaced and no temporary file is left behind
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize(("name", "count", "genre"), [("essays-train", 200, "essay"), ("novels-test", 200, "novel")])
+def test_convert_real_corpus_round_trip(
+    corpora: dict[str, Path], tmp_path: Path, name: str, count: int, genre: str
+) -> None:
+    src = corpora[name]
+    assert convert_classic_to_jsonl(src, tmp_path / "data" / "test") == count
+    converted = Pan23Task().load(tmp_path / "data", "test")
+    # load the original the way pan-classic does (a link gives it the <data>/<split> layout)
+    (tmp_path / "classic").mkdir()
+    (tmp_path / "classic" / "test").symlink_to(src, target_is_directory=True)
+    original = PanClassicTask().load(tmp_path / "classic", "test")
+    assert [p.id for p in converted.problems] == [p.id for p in original.problems]
+    assert {k: t.same for k, t in converted.truth.items()} == {k: t.same for k, t in original.truth.items()}
+    for conv, orig in zip(converted.problems, original.problems, strict=True):
+        assert conv.texts[1] == orig.unknown
+        assert conv.texts[0] == "\n\n".join(text.rstrip("\n") for text in orig.known)
+        assert conv.discourse_types == (genre, genre)
+        truth = converted.truth[conv.id]
+        assert truth.authors[0] == f"{conv.id}-known"
+        assert (truth.authors[0] == truth.authors[1]) == truth.same
+
+
+def test_convert_real_pan15_and_refuse_second_run(corpora: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "pan15" / "train"
+    assert convert_classic_to_jsonl(corpora["pan15-train"], out) == 100
+    data = Pan23Task().load(tmp_path / "pan15", "train")
+    assert sum(t.same for t in data.truth.values()) == 50
+    assert all(p.discourse_types == ("dialogue", "dialogue") for p in data.problems)
+    with pytest.raises(HarnessError, match="overwrite"):
+        convert_classic_to_jsonl(corpora["pan15-train"], out)
+    shutil.rmtree(out)
+    assert convert_classic_to_jsonl(corpora["pan15-train"], out) == 100
