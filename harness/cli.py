@@ -147,7 +147,7 @@ def score_cmd(
     task_name: str, truth_path: Path, answers_path: Path, evaluator: str | None, output_dir: Path, overwrite: bool
 ) -> None:
     """PAN's official evaluator: print the scores, write out.json and evaluation.prototext."""
-    from harness.evaluator import read_answers, score_answers, write_tira_outputs
+    from harness.evaluator import read_answers, write_tira_outputs
     from harness.files import find_data_file
 
     for name in ("out.json", "evaluation.prototext"):
@@ -158,8 +158,7 @@ def score_cmd(
     if answers_path.is_dir():
         answers_path = find_data_file(answers_path, "answers.jsonl")
     answers = read_answers(answers_path)
-    profile = evaluator or task.metadata.evaluator
-    scores = score_answers(answers, truth, profile=profile, answers_path=answers_path)
+    scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
     write_tira_outputs(scores, output_dir)
     for name, value in scores.items():
         click.echo(f"{name:<10} {value:.6f}")

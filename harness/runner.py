@@ -45,9 +45,8 @@ def make_system(system_name: str, params: dict[str, Any]) -> Any:
     accepted = inspect.signature(cls).parameters
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        raise HarnessError(
-            f"system {system_name!r} has no parameter(s) {', '.join(unknown)}; it takes: {', '.join(accepted) or 'none'}"
-        )
+        takes = ", ".join(accepted) or "none"
+        raise HarnessError(f"system {system_name!r} has no parameter(s) {', '.join(unknown)}; it takes: {takes}")
     return cls(**params)
 
 

@@ -283,10 +283,20 @@ class Pan23Task:
 
     def score(self, answers: Sequence[Answer], data: VerificationData) -> dict[str, float]:
         """Score answers against the split's truth with the PAN 2023 evaluator."""
+        return self.score_truth(_answers_by_id(answers), _require_truth(data, self.metadata.name))
+
+    def score_truth(
+        self,
+        answers: Mapping[str, float],
+        truth: Mapping[str, VerificationTruth],
+        *,
+        profile: str | None = None,
+        answers_path: Path | None = None,
+    ) -> dict[str, float]:
+        """Score answers by id against truth by id; `profile` overrides the task's evaluator (pan20/pan23)."""
         from harness.evaluator import score_answers
 
-        truth = _require_truth(data, self.metadata.name)
-        return score_answers(_answers_by_id(answers), truth, profile=self.metadata.evaluator or "pan23")
+        return score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -535,10 +545,21 @@ class PanClassicTask:
 
     def score(self, answers: Sequence[Answer], data: VerificationData) -> dict[str, float]:
         """Score answers: AUC, c@1 and their product (the PAN 2014/15 rank), plus the PAN 2023 measures."""
+        return self.score_truth(_answers_by_id(answers), _require_truth(data, self.metadata.name))
+
+    def score_truth(
+        self,
+        answers: Mapping[str, float],
+        truth: Mapping[str, VerificationTruth],
+        *,
+        profile: str | None = None,
+        answers_path: Path | None = None,
+    ) -> dict[str, float]:
+        """Score answers by id against truth by id; AUC x c@1 is added to the evaluator profile's measures."""
         from harness.evaluator import score_answers
 
-        truth = _require_truth(data, self.metadata.name)
-        scores = score_answers(_answers_by_id(answers), truth, profile=self.metadata.evaluator or "pan23")
-        scores = dict(scores)
-        scores["auc_x_c_at_1"] = scores["auc"] * scores["c_at_1"]
-        return {name: scores[name] for name in self.metadata.measures}
+        scores = score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
+        ranked = {"auc_x_c_at_1": scores["auc"] * scores["c_at_1"]}
+        if profile is None or profile == self.metadata.evaluator:
+            return {name: {**scores, **ranked}[name] for name in self.metadata.measures}
+        return {**scores, **ranked}

@@ -21,6 +21,10 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def run_sample(out: Path, *extra: str) -> tuple[int, str]:
+    return invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(out), *extra)
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -52,7 +56,7 @@ def test_every_registered_task_and_system_imports():
 
 @pytest.fixture()
 def finished_run(tmp_path: Path) -> Path:
-    code, output = invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path))
+    code, output = run_sample(tmp_path)
     assert code == 0, output
     return tmp_path / "pan23" / "cngdist" / "seed-0"
 
@@ -77,13 +81,11 @@ def test_run_writes_result_answers_and_checkpoint(finished_run: Path):
 def test_existing_run_is_kept_and_overwrite_reproduces_it(finished_run: Path, tmp_path: Path):
     result_path = finished_run / "result.json"
     before = result_path.read_bytes()
-    code, output = invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path))
+    code, output = run_sample(tmp_path)
     assert code == 0 and output.startswith("kept:"), output
     assert result_path.read_bytes() == before
 
-    code, output = invoke(
-        "run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path), "--overwrite"
-    )
+    code, output = run_sample(tmp_path, "--overwrite")
     assert code == 0 and output.startswith("done:"), output
     again = json.loads(result_path.read_text(encoding="utf-8"))
     assert again["scores"] == json.loads(before)["scores"]  # same seed, same data: same scores
@@ -189,4 +191,5 @@ def test_score_reproduces_run_scores_and_writes_tira_files(finished_run: Path, t
 
     code, text = invoke(*args, "--output", str(out), "--overwrite", "--evaluator", "pan20")
     assert code == 0, text
-    assert set(json.loads((out / "out.json").read_text(encoding="utf-8"))) == {"auc", "c_at_1", "f1", "f_05_u", "overall"}
+    pan20_scores = json.loads((out / "out.json").read_text(encoding="utf-8"))
+    assert set(pan20_scores) == {"auc", "c_at_1", "f1", "f_05_u", "overall"}

@@ -1,0 +1,205 @@
+"""PAN's 2020 distance baseline ("cngdist", Kestemont et al.): TF-IDF of character n-grams, cosine, abstain band.
+
+`TfidfCosineSystem` holds what the TF-IDF baselines share: a vectoriser fitted on the training texts,
+the cosine similarity between the known text(s) and the unknown text, and an abstain band
+(`harness.calibration`) grid-searched on the training split. `CharNgramDistance` is PAN's
+configuration of it; `systems.baselines.tfidf.WordTfidf` the word-level one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+from scipy import sparse
+
+from harness.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function, training_labels
+from harness.checkpoint import load_checkpoint, save_checkpoint
+from harness.errors import HarnessError
+from harness.progress import pbar
+from harness.records import Answer, VerificationData, VerificationProblem
+
+_System = TypeVar("_System", bound="TfidfCosineSystem")
+
+
+class TfidfCosineSystem:
+    """TF-IDF vectors, cosine similarity of known vs unknown text, abstain band fitted on train.
+
+    Several known texts count as one: their term counts are summed before weighting, which is the
+    vector of their concatenation without the few n-grams that would span the joins.
+
+    Subclasses name themselves (`name`), store their constructor parameters as attributes, and
+    say how texts are cut into terms (`_analyzer_options`).
+    """
+
+    name: ClassVar[str] = "tfidf-cosine"
+
+    def __init__(
+        self,
+        *,
+        max_features: int | None = None,
+        sublinear_tf: bool = False,
+        grid_step: float = 0.01,
+        objective: str = "overall",
+    ) -> None:
+        if max_features is not None and max_features < 1:
+            raise ValueError(f"max_features must be positive or None, got {max_features!r}")
+        # refuse a bad step or objective now rather than after the features are computed
+        band_grid(grid_step)
+        objective_function(objective)
+        self.max_features = max_features
+        self.sublinear_tf = sublinear_tf
+        self.grid_step = grid_step
+        self.objective = objective
+        self._vocabulary: list[str] | None = None
+        self._idf: np.ndarray | None = None
+        self._band: AbstainBand | None = None
+        self._seed: int | None = None
+
+    def _analyzer_options(self) -> dict[str, Any]:
+        """Options of scikit-learn's vectorisers that say how a text becomes terms."""
+        raise NotImplementedError
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters."""
+        return {
+            "max_features": self.max_features,
+            "sublinear_tf": self.sublinear_tf,
+            "grid_step": self.grid_step,
+            "objective": self.objective,
+        }
+
+    @property
+    def band(self) -> AbstainBand:
+        """The fitted abstain band (p1, p2) on the cosine similarity."""
+        self._check_fitted()
+        assert self._band is not None
+        return self._band
+
+    def fit(self, train: VerificationData, *, seed: int) -> None:
+        """Learn the vocabulary and idf from all training texts, then the band from their similarities."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        labels = training_labels(train)
+        texts = [text for problem in train.problems for text in problem.texts]
+        vectorizer = TfidfVectorizer(
+            **self._analyzer_options(), max_features=self.max_features, sublinear_tf=self.sublinear_tf
+        )
+        vectorizer.fit(texts)
+        vocabulary = sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.__getitem__)
+        self._vocabulary = vocabulary
+        self._idf = np.asarray(vectorizer.idf_, dtype=np.float64)
+        self._band = None
+        self._seed = seed  # recorded only: nothing here is random
+        similarities = self._similarities(train.problems)
+        self._band = fit_abstain_band(similarities, labels, step=self.grid_step, objective=self.objective)
+
+    def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """Cosine similarity (in [0, 1]) of each problem's known text(s) and unknown text, before calibration."""
+        self._check_vectorizer()
+        return self._similarities(problems)
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        """Calibrated similarities: below the band a "different" answer, inside it 0.5, above it "same"."""
+        values = self.band.apply(self._similarities(problems))
+        return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
+
+    def save(self, directory: Path) -> None:
+        """Vocabulary, band and seed in config.json; idf in weights.safetensors."""
+        band = self.band
+        state = {"vocabulary": self._vocabulary, "band": [band.p1, band.p2], "seed": self._seed}
+        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays={"idf": self._idf})
+
+    @classmethod
+    def load(cls: type[_System], directory: Path) -> _System:
+        """Read a checkpoint written by `save` of the same class."""
+        params, state, arrays = load_checkpoint(directory, system=cls.name)
+        try:
+            system = cls(**params)
+            vocabulary = list(state["vocabulary"])
+            p1, p2 = state["band"]
+            idf = np.asarray(arrays["idf"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as error:
+            raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
+        if idf.shape != (len(vocabulary),):
+            raise HarnessError(f"{directory}: idf has shape {idf.shape} for a vocabulary of {len(vocabulary)}")
+        system._vocabulary, system._idf = vocabulary, idf
+        system._band = AbstainBand(float(p1), float(p2))
+        system._seed = state.get("seed")
+        return system
+
+    def _check_vectorizer(self) -> None:
+        if self._vocabulary is None or self._idf is None:
+            raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
+
+    def _check_fitted(self) -> None:
+        self._check_vectorizer()
+        if self._band is None:
+            raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
+
+    def _weigh(self, counts: sparse.csr_matrix) -> sparse.csr_matrix:
+        """Term counts -> L2-normalised TF-IDF rows, as TfidfVectorizer.transform computes them."""
+        from sklearn.preprocessing import normalize
+
+        weights = counts.astype(np.float64)
+        if self.sublinear_tf:
+            weights.data = np.log(weights.data) + 1.0
+        return normalize(weights @ sparse.diags(self._idf), norm="l2")
+
+    def _similarities(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        self._check_vectorizer()
+        # a vectoriser with a fixed vocabulary needs no fitting, so a loaded checkpoint counts the same
+        counter = CountVectorizer(**self._analyzer_options(), vocabulary=self._vocabulary, dtype=np.float64)
+        known_rows, unknown_rows = [], []
+        for problem in pbar(problems, desc=f"{self.name}: vectorising", unit="problem"):
+            if len(problem.texts) < 2:
+                raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
+            counts = counter.transform(problem.texts)
+            known_rows.append(sparse.csr_matrix(counts[:-1].sum(axis=0)))
+            unknown_rows.append(counts[-1])
+        if not problems:
+            return np.zeros(0)
+        known = self._weigh(sparse.vstack(known_rows, format="csr"))
+        unknown = self._weigh(sparse.vstack(unknown_rows, format="csr"))
+        # rows are unit length (or empty), so the cosine is their dot product; empty text -> 0
+        similarities = np.asarray(known.multiply(unknown).sum(axis=1)).ravel()
+        return np.clip(similarities, 0.0, 1.0)
+
+
+class CharNgramDistance(TfidfCosineSystem):
+    """PAN 2020's baseline: TF-IDF of character n-grams (n = 4, 3,000 most frequent), cosine, abstain band.
+
+    As PAN's script: lower-cased text, plain term frequency, vocabulary and idf fitted on all
+    training texts, band (p1, p2) grid-searched on the training similarities to maximise `overall`.
+    """
+
+    name: ClassVar[str] = "cngdist"
+
+    def __init__(
+        self,
+        *,
+        ngram_size: int = 4,
+        max_features: int | None = 3000,
+        grid_step: float = 0.01,
+        objective: str = "overall",
+    ) -> None:
+        if ngram_size < 1:
+            raise ValueError(f"ngram_size must be positive, got {ngram_size!r}")
+        super().__init__(max_features=max_features, sublinear_tf=False, grid_step=grid_step, objective=objective)
+        self.ngram_size = ngram_size
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters."""
+        return {
+            "ngram_size": self.ngram_size,
+            "max_features": self.max_features,
+            "grid_step": self.grid_step,
+            "objective": self.objective,
+        }
+
+    def _analyzer_options(self) -> dict[str, Any]:
+        return {"analyzer": "char", "ngram_range": (self.ngram_size, self.ngram_size), "lowercase": True}
