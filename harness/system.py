@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,3 +35,13 @@ class VerificationSystem(Protocol):
     def load(cls, directory: Path) -> VerificationSystem:
         """Read a checkpoint folder written by `save`."""
         ...
+
+
+def constructor_params(system: object) -> dict[str, Any]:
+    """A system's constructor parameters, read back from the attributes of the same names.
+
+    Systems store each constructor parameter under its own name, so `params()` (recorded in
+    every result file) never drifts from the signature.
+    """
+    names = inspect.signature(type(system)).parameters
+    return {name: getattr(system, name) for name in names}

@@ -229,7 +229,41 @@ def _read_string_list(
     return tuple(values)
 
 
-class Pan23Task:
+class PanVerificationTask:
+    """Scoring shared by the PAN verification tasks: PAN's official evaluator plus derived measures."""
+
+    metadata: ClassVar[TaskMetadata]
+
+    def score(self, answers: Sequence[Answer], data: VerificationData) -> dict[str, float]:
+        """Score answers against the split's truth with the task's evaluator profile."""
+        return self.score_truth(_answers_by_id(answers), _require_truth(data, self.metadata.name))
+
+    def score_truth(
+        self,
+        answers: Mapping[str, float],
+        truth: Mapping[str, VerificationTruth],
+        *,
+        profile: str | None = None,
+        answers_path: Path | None = None,
+    ) -> dict[str, float]:
+        """Score answers by id against truth by id; `profile` (pan20/pan23) overrides the task's evaluator.
+
+        With the task's own profile the result holds exactly the task's measures, in its order.
+        """
+        from harness.evaluator import score_answers
+
+        scores = score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
+        scores.update(self.derived_measures(scores))
+        if profile in (None, self.metadata.evaluator):
+            return {name: scores[name] for name in self.metadata.measures}
+        return scores
+
+    def derived_measures(self, scores: Mapping[str, float]) -> dict[str, float]:
+        """Measures computed from the evaluator's (none by default)."""
+        return {}
+
+
+class Pan23Task(PanVerificationTask):
     """PAN 2020-2023 authorship verification: pairs of texts, same author or not; PAN 2023 measures."""
 
     metadata: ClassVar[TaskMetadata] = TaskMetadata(
@@ -280,23 +314,6 @@ class Pan23Task:
         elif not path.exists():
             raise DataError("truth file not found", path=path)
         return read_truth_jsonl(path)[0]
-
-    def score(self, answers: Sequence[Answer], data: VerificationData) -> dict[str, float]:
-        """Score answers against the split's truth with the PAN 2023 evaluator."""
-        return self.score_truth(_answers_by_id(answers), _require_truth(data, self.metadata.name))
-
-    def score_truth(
-        self,
-        answers: Mapping[str, float],
-        truth: Mapping[str, VerificationTruth],
-        *,
-        profile: str | None = None,
-        answers_path: Path | None = None,
-    ) -> dict[str, float]:
-        """Score answers by id against truth by id; `profile` overrides the task's evaluator (pan20/pan23)."""
-        from harness.evaluator import score_answers
-
-        return score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -479,7 +496,7 @@ def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[s
     return truth, lines
 
 
-class PanClassicTask:
+class PanClassicTask(PanVerificationTask):
     """PAN 2013-2015 authorship verification: 1-5 known texts and one unknown text per problem.
 
     Ranked by AUC x c@1 as PAN 2014 and 2015 did; the PAN 2023 measures are reported as well.
@@ -543,23 +560,6 @@ class PanClassicTask:
             path = path / "truth.txt"
         return read_classic_truth(path)[0]
 
-    def score(self, answers: Sequence[Answer], data: VerificationData) -> dict[str, float]:
-        """Score answers: AUC, c@1 and their product (the PAN 2014/15 rank), plus the PAN 2023 measures."""
-        return self.score_truth(_answers_by_id(answers), _require_truth(data, self.metadata.name))
-
-    def score_truth(
-        self,
-        answers: Mapping[str, float],
-        truth: Mapping[str, VerificationTruth],
-        *,
-        profile: str | None = None,
-        answers_path: Path | None = None,
-    ) -> dict[str, float]:
-        """Score answers by id against truth by id; AUC x c@1 is added to the evaluator profile's measures."""
-        from harness.evaluator import score_answers
-
-        scores = score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
-        ranked = {"auc_x_c_at_1": scores["auc"] * scores["c_at_1"]}
-        if profile is None or profile == self.metadata.evaluator:
-            return {name: {**scores, **ranked}[name] for name in self.metadata.measures}
-        return {**scores, **ranked}
+    def derived_measures(self, scores: Mapping[str, float]) -> dict[str, float]:
+        """AUC x c@1, the PAN 2014/15 ranking score."""
+        return {"auc_x_c_at_1": scores["auc"] * scores["c_at_1"]}

@@ -20,6 +20,7 @@ from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.records import Answer, VerificationData, VerificationProblem
+from harness.system import constructor_params
 
 _System = TypeVar("_System", bound="TfidfCosineSystem")
 
@@ -64,12 +65,7 @@ class TfidfCosineSystem:
 
     def params(self) -> dict[str, Any]:
         """The constructor parameters."""
-        return {
-            "max_features": self.max_features,
-            "sublinear_tf": self.sublinear_tf,
-            "grid_step": self.grid_step,
-            "objective": self.objective,
-        }
+        return constructor_params(self)
 
     @property
     def band(self) -> AbstainBand:
@@ -191,15 +187,6 @@ class CharNgramDistance(TfidfCosineSystem):
             raise ValueError(f"ngram_size must be positive, got {ngram_size!r}")
         super().__init__(max_features=max_features, sublinear_tf=False, grid_step=grid_step, objective=objective)
         self.ngram_size = ngram_size
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters."""
-        return {
-            "ngram_size": self.ngram_size,
-            "max_features": self.max_features,
-            "grid_step": self.grid_step,
-            "objective": self.objective,
-        }
 
     def _analyzer_options(self) -> dict[str, Any]:
         return {"analyzer": "char", "ngram_range": (self.ngram_size, self.ngram_size), "lowercase": True}

@@ -20,6 +20,7 @@ from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.records import NO_ANSWER, Answer, VerificationData, VerificationProblem
+from harness.system import constructor_params
 
 CALIBRATIONS = ("band", "radius", "none")
 FEATURES = ("mean_cross_entropy", "abs_diff_cross_entropy")
@@ -97,14 +98,7 @@ class CompressorBaseline:
 
     def params(self) -> dict[str, Any]:
         """The constructor parameters."""
-        return {
-            "order": self.order,
-            "memory": self.memory,
-            "calibration": self.calibration,
-            "radius": self.radius,
-            "grid_step": self.grid_step,
-            "objective": self.objective,
-        }
+        return constructor_params(self)
 
     @property
     def band(self) -> AbstainBand | None:

@@ -32,17 +32,6 @@ class WordTfidf(TfidfCosineSystem):
         self.max_ngram = max_ngram
         self.lowercase = lowercase
 
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters."""
-        return {
-            "max_ngram": self.max_ngram,
-            "max_features": self.max_features,
-            "lowercase": self.lowercase,
-            "sublinear_tf": self.sublinear_tf,
-            "grid_step": self.grid_step,
-            "objective": self.objective,
-        }
-
     def _analyzer_options(self) -> dict[str, Any]:
         return {
             "analyzer": "word",
