@@ -72,6 +72,7 @@ def list_cmd() -> None:
 @click.option("--seed", "seeds", type=int, multiple=True, default=(0,), show_default=True, help="Seed (repeatable).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--param", "param_pairs", multiple=True, help="System parameter KEY=VALUE (repeatable).")
+@click.option("--task-param", "task_param_pairs", multiple=True, help="Task parameter KEY=VALUE (repeatable).")
 @click.option("--overwrite", is_flag=True, help="Recompute and replace runs that already exist.")
 def run_cmd(
     systems: tuple[str, ...],
@@ -80,6 +81,7 @@ def run_cmd(
     seeds: tuple[int, ...],
     out_dir: Path,
     param_pairs: tuple[str, ...],
+    task_param_pairs: tuple[str, ...],
     overwrite: bool,
 ) -> None:
     """Fit on the train split, answer the test split, score it, write result.json and answers.jsonl.
@@ -89,6 +91,7 @@ def run_cmd(
     from harness.runner import run
 
     params = _parse_params(param_pairs)
+    task_params = _parse_params(task_param_pairs)
     for task_name in tasks:
         for system_name in systems:
             for seed in seeds:
@@ -99,12 +102,15 @@ def run_cmd(
                     seed=seed,
                     out_dir=out_dir,
                     params=params,
+                    task_params=task_params,
                     overwrite=overwrite,
                 )
                 main_score = outcome.result["main_score"]
                 status = "kept" if outcome.reused else "done"
                 click.echo(f"{status}: {task_name} {system_name} seed={seed} -> {outcome.run_dir}")
                 for name, value in outcome.result["scores"].items():
+                    if not isinstance(value, float):
+                        continue
                     marker = "  <- main score" if name == main_score["name"] else ""
                     click.echo(f"  {name:<14} {value:.4f}{marker}")
 

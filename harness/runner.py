@@ -1,7 +1,8 @@
 """`harness run`: fit a system on a task's train split, answer the test split, score, record.
 
-A run's folder holds `result.json` (scores and provenance), `answers.jsonl` (PAN format, one
-answer per test problem) and `checkpoint/` (the fitted system). A finished run is kept, not
+A run's folder holds `result.json` (scores and provenance), `details.jsonl` (one row per scored
+problem or query, what confidence intervals resample), `checkpoint/` (the fitted system) and, for
+verification tasks, `answers.jsonl` (PAN format, one answer per test problem). A finished run is kept, not
 recomputed; a run that crashed after fitting resumes from its checkpoint.
 """
 
@@ -23,12 +24,15 @@ from harness.files import atomic_write, sha256_files, write_json, write_jsonl
 from harness.progress import duration
 from harness.provenance import environment
 from harness.seeding import seed_everything
+from harness.system import constructor_params
+from harness.task import Evaluation
 
 logger = logging.getLogger("harness")
 
 RESULT_SCHEMA_VERSION = 1
 RESULT_NAME = "result.json"
 ANSWERS_NAME = "answers.jsonl"
+DETAILS_NAME = "details.jsonl"
 CHECKPOINT_NAME = "checkpoint"
 FIT_FINGERPRINT_NAME = "checkpoint.fingerprint"
 
@@ -39,23 +43,36 @@ class RunOutcome(NamedTuple):
     reused: bool  # True when an existing result was kept instead of recomputed
 
 
-def make_system(system_name: str, params: dict[str, Any]) -> Any:
-    """Build a registered system from named constructor parameters, rejecting unknown names."""
-    cls = registry.system_class(system_name)
+def _construct(cls: Any, kind: str, name: str, params: dict[str, Any]) -> Any:
+    """Build a registered class from named constructor parameters, rejecting unknown names."""
     accepted = inspect.signature(cls).parameters
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         takes = ", ".join(accepted) or "none"
-        raise HarnessError(f"system {system_name!r} has no parameter(s) {', '.join(unknown)}; it takes: {takes}")
+        raise HarnessError(f"{kind} {name!r} has no parameter(s) {', '.join(unknown)}; it takes: {takes}")
     return cls(**params)
 
 
-def run_folder(out_dir: Path, task_name: str, system_name: str, seed: int, params: dict[str, Any]) -> Path:
-    """`<out>/<task>/<system>[@<params hash>]/seed-<seed>`: runs with other parameters never collide."""
-    label = system_name
-    if params:
-        label += "@" + _digest(params)[:8]
-    return Path(out_dir) / task_name / label / f"seed-{seed}"
+def make_system(system_name: str, params: dict[str, Any]) -> Any:
+    return _construct(registry.system_class(system_name), "system", system_name, params)
+
+
+def make_task(task_name: str, params: dict[str, Any]) -> Any:
+    return _construct(registry.task_class(task_name), "task", task_name, params)
+
+
+def run_folder(
+    out_dir: Path,
+    task_name: str,
+    system_name: str,
+    seed: int,
+    params: dict[str, Any],
+    task_params: dict[str, Any] | None = None,
+) -> Path:
+    """`<out>/<task>[@<hash>]/<system>[@<hash>]/seed-<seed>`: runs with other parameters never collide."""
+    task_label = task_name + ("@" + _digest(task_params)[:8] if task_params else "")
+    system_label = system_name + ("@" + _digest(params)[:8] if params else "")
+    return Path(out_dir) / task_label / system_label / f"seed-{seed}"
 
 
 def _digest(obj: Any) -> str:
@@ -70,23 +87,28 @@ def run(
     seed: int = 0,
     out_dir: Path = Path("runs"),
     params: dict[str, Any] | None = None,
+    task_params: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> RunOutcome:
     """Fit, predict, score and write one run; keep an existing identical run unless `overwrite`."""
     params = dict(params or {})
+    given_task_params = dict(task_params or {})
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    task = registry.task_class(task_name)()
+    task = make_task(task_name, given_task_params)
+    task_params = constructor_params(task)  # with defaults: the record names every setting
     meta = task.metadata
     system = make_system(system_name, params)
-    run_dir = run_folder(out_dir, task_name, system_name, seed, params)
+    run_dir = run_folder(
+        out_dir, task_name, system_name, seed, params, {k: v for k, v in task_params.items() if k in given_task_params}
+    )
 
     with duration("load", timings):
         train = task.load(Path(data_dir), "train")
         test = task.load(Path(data_dir), "test")
 
     fit_key = {
-        "task": [meta.name, meta.version],
+        "task": [meta.name, meta.version, task_params],
         "train": train.checksum,
         "system": system_name,
         "params": system.params(),
@@ -126,13 +148,13 @@ def run(
         with atomic_write(fingerprint_path) as handle:
             handle.write(fit_fingerprint + "\n")
 
-    with duration("predict", timings):
-        answers = system.predict(test.problems)
-    _check_answers(answers, test)
-    write_jsonl(run_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in answers))
-
-    with duration("score", timings):
-        scores = task.score(answers, test)
+    if meta.kind == "verification":
+        evaluation = _evaluate_verification(task, system, test, run_dir, timings)
+    else:
+        with duration("evaluate", timings):
+            evaluation = task.evaluate(system, test)
+    write_jsonl(run_dir / DETAILS_NAME, evaluation.details)
+    scores = evaluation.scores
     timings["total"] = round(time.perf_counter() - started, 6)
 
     result = {
@@ -146,10 +168,12 @@ def run(
             "kind": meta.kind,
             "main_score": meta.main_score,
             "evaluator": meta.evaluator,
+            "params": task_params,
+            "measure_settings": evaluation.settings,
             "data": {
                 "dir": str(Path(data_dir).resolve()),
-                "train": {"checksum": train.checksum, "problems": len(train.problems)},
-                "test": {"checksum": test.checksum, "problems": len(test.problems)},
+                "train": {"checksum": train.checksum, "size": _size(train)},
+                "test": {"checksum": test.checksum, "size": _size(test)},
             },
         },
         "system": {
@@ -161,12 +185,33 @@ def run(
         "seeds": {"seed": seed},
         "scores": scores,
         "main_score": {"name": meta.main_score, "value": scores[meta.main_score]},
-        "answers": {"path": ANSWERS_NAME, "count": len(answers)},
+        "details": {"path": DETAILS_NAME, "count": len(evaluation.details)},
+        "curves": evaluation.curves,
         "timings_s": timings,
         "environment": environment(),
     }
     write_json(result_path, result)  # written last: its presence marks a finished run
     return RunOutcome(run_dir, result, reused=False)
+
+
+def _evaluate_verification(task: Any, system: Any, test: Any, run_dir: Path, timings: dict[str, float]) -> Evaluation:
+    """Answer every test problem, write PAN's answers.jsonl, score with the official evaluator."""
+    with duration("predict", timings):
+        answers = system.predict(test.problems)
+    _check_answers(answers, test)
+    write_jsonl(run_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in answers))
+    with duration("score", timings):
+        scores = task.score(answers, test)
+    details = [{"id": a.id, "value": a.value, "same": test.truth[a.id].same} for a in answers]
+    return Evaluation(scores=scores, details=details)
+
+
+def _size(data: Any) -> int:
+    """How many problems or samples a split holds, for the record."""
+    for attribute in ("problems", "samples", "episodes"):
+        if hasattr(data, attribute):
+            return len(getattr(data, attribute))
+    return len(data)
 
 
 def _check_answers(answers: list[Any], test: Any) -> None:

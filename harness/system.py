@@ -45,3 +45,22 @@ def constructor_params(system: object) -> dict[str, Any]:
     """
     names = inspect.signature(type(system)).parameters
     return {name: getattr(system, name) for name in names}
+
+
+class EmbeddingSystem(Protocol):
+    """A retrieval or linking system: it fits on a training split and embeds samples."""
+
+    name: str
+
+    def fit(self, train: Any, *, seed: int) -> None: ...
+
+    def embed(self, samples: Sequence[Any]) -> Any:
+        """One embedding row per sample (a numpy array, n x dim)."""
+        ...
+
+    def params(self) -> dict[str, Any]: ...
+
+    def save(self, directory: Path) -> None: ...
+
+    @classmethod
+    def load(cls, directory: Path) -> EmbeddingSystem: ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from harness.records import Answer
 
@@ -52,3 +52,24 @@ class Task(Protocol):
     def score(self, answers: Sequence[Answer], data: Any) -> dict[str, float]:
         """Score answers against the split's truth with the task's official measures."""
         ...
+
+
+class Evaluation(NamedTuple):
+    """What scoring a system on a split gives: scores, one row per scored item, and plot data."""
+
+    scores: dict[str, float]
+    # one row per problem or query (e.g. its id, answer and label, or its first-match rank):
+    # what confidence intervals and significance tests resample
+    details: list[dict[str, Any]]
+    curves: dict[str, Any] = {}  # the numbers behind plots (ROC/DET points, EER against sample size)
+    settings: dict[str, Any] = {}  # parameters of the measures (e.g. minDCF's p_target, c_miss, c_fa)
+
+
+class EmbeddingTask(Protocol):
+    """A retrieval or linking task: it embeds its samples with the system and ranks or links them."""
+
+    metadata: ClassVar[TaskMetadata]
+
+    def load(self, data_dir: Path, split: str) -> Any: ...
+
+    def evaluate(self, system: Any, data: Any) -> Evaluation: ...

@@ -76,6 +76,9 @@ def test_run_writes_result_answers_and_checkpoint(finished_run: Path):
     assert result["environment"]["libraries"]["numpy"]
     assert result["seeds"] == {"seed": 0}
     assert (finished_run / "checkpoint" / "config.json").is_file()
+    truth = {row["id"]: row["same"] for row in read_jsonl(SAMPLE / "test" / "truth.jsonl")}
+    details = read_jsonl(finished_run / "details.jsonl")
+    assert details == [{"id": a["id"], "value": a["value"], "same": truth[a["id"]]} for a in answers]
 
 
 def test_existing_run_is_kept_and_overwrite_reproduces_it(finished_run: Path, tmp_path: Path):

@@ -1,0 +1,71 @@
+"""Reading forum posts (`posts.jsonl[.gz]`): the input of the darkweb and reddit tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import DataError
+from harness.files import find_data_file, read_jsonl, require_field, sha256_files
+from harness.progress import pbar
+from harness.records import ForumPost
+
+POSTS_STEM = "posts.jsonl"
+
+
+def find_posts_file(data_dir: Path) -> Path:
+    """`<data_dir>/posts.jsonl[.gz]`, or `data_dir` itself when it is that file."""
+    data_dir = Path(data_dir)
+    if data_dir.is_file():
+        return data_dir
+    return find_data_file(data_dir, POSTS_STEM)
+
+
+def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
+    """All posts of a posts file, in file order, and the file's checksum.
+
+    Each line needs post_id, author, market, subforum, thread_id (strings), created (integer
+    Unix seconds) and text (a string, possibly empty: the tasks decide what an empty post means);
+    parent_id may be null and kind defaults to "comment". Duplicate post ids are an error.
+    """
+    path = Path(path)
+    posts: list[ForumPost] = []
+    first_line: dict[str, int] = {}
+    for line, obj in pbar(read_jsonl(path), desc="reading posts", unit="post"):
+        post_id = require_field(obj, "post_id", str, path, line)
+        if post_id in first_line:
+            raise DataError(
+                f"duplicate post id {post_id!r} (first on line {first_line[post_id]})", path=path, line=line
+            )
+        first_line[post_id] = line
+        created = require_field(obj, "created", (int, float), path, line)
+        if created != int(created):
+            raise DataError(f"expected whole Unix seconds, got {created!r}", path=path, line=line, field="created")
+        parent = obj.get("parent_id")
+        if parent is not None and not isinstance(parent, str):
+            raise DataError(
+                f"expected str or null, got {type(parent).__name__}", path=path, line=line, field="parent_id"
+            )
+        kind = obj.get("kind", "comment")
+        if not isinstance(kind, str):
+            raise DataError(f"expected str, got {type(kind).__name__}", path=path, line=line, field="kind")
+        posts.append(
+            ForumPost(
+                post_id=post_id,
+                author=_non_empty(obj, "author", path, line),
+                market=_non_empty(obj, "market", path, line),
+                subforum=_non_empty(obj, "subforum", path, line),
+                thread_id=_non_empty(obj, "thread_id", path, line),
+                parent_id=parent,
+                kind=kind,
+                created=int(created),
+                text=require_field(obj, "text", str, path, line),
+            )
+        )
+    return posts, sha256_files([path])
+
+
+def _non_empty(obj: dict, field: str, path: Path, line: int) -> str:
+    value = require_field(obj, field, str, path, line)
+    if not value.strip():
+        raise DataError("empty string", path=path, line=line, field=field)
+    return value
