@@ -34,7 +34,7 @@ def test_real_posts_file(forum_posts_file: Path):
     assert len(posts) == 261_497
     assert len({p.author for p in posts}) == 8_469
     assert {p.market for p in posts} == {"admissions", "campus", "academia"}
-    assert all(a.created <= b.created for a, b in zip(posts, posts[1:]))  # ordered by time
+    assert all(a.created <= b.created for a, b in zip(posts, posts[1:], strict=False))  # ordered by time
     assert checksum.startswith("sha256:")
 
 
