@@ -105,6 +105,8 @@ def run_cmd(
                     task_params=task_params,
                     overwrite=overwrite,
                 )
+                if not outcome.result:  # a non-main process of a torchrun launch
+                    continue
                 main_score = outcome.result["main_score"]
                 status = "kept" if outcome.reused else "done"
                 click.echo(f"{status}: {task_name} {system_name} seed={seed} -> {outcome.run_dir}")

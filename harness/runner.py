@@ -12,6 +12,7 @@ import hashlib
 import inspect
 import json
 import logging
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -144,6 +145,9 @@ def run(
     else:
         with duration("fit", timings):
             system.fit(train, seed=seed)
+        if not is_main_process():
+            # under torchrun every process trains; only the main one writes and evaluates
+            return RunOutcome(run_dir, {}, reused=False)
         system.save(checkpoint_dir)
         with atomic_write(fingerprint_path) as handle:
             handle.write(fit_fingerprint + "\n")
@@ -204,6 +208,11 @@ def _evaluate_verification(task: Any, system: Any, test: Any, run_dir: Path, tim
         scores = task.score(answers, test)
     details = [{"id": a.id, "value": a.value, "same": test.truth[a.id].same} for a in answers]
     return Evaluation(scores=scores, details=details)
+
+
+def is_main_process() -> bool:
+    """False in the non-zero ranks of a torchrun launch (read from the environment, no torch import)."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def _size(data: Any) -> int:
