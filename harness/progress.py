@@ -25,10 +25,8 @@ def pbar(iterable: Iterable[T], *, desc: str, total: int | None = None, unit: st
 def duration(label: str, timings: dict[str, float] | None = None) -> Iterator[None]:
     """Log how long a step took and, if given a dict, record it there in seconds."""
     start = time.perf_counter()
-    try:
-        yield
-    finally:
-        elapsed = time.perf_counter() - start
-        if timings is not None:
-            timings[label] = round(elapsed, 6)
-        logger.info("%s took %.2fs", label, elapsed)
+    yield  # a failed step is reported by its error, not timed
+    elapsed = time.perf_counter() - start
+    if timings is not None:
+        timings[label] = round(elapsed, 6)
+    logger.info("%s took %.2fs", label, elapsed)
