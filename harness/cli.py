@@ -150,17 +150,34 @@ def predict_cmd(
     "--evaluator", type=click.Choice(["pan20", "pan23"]), default=None, help="Evaluator profile (default: the task's)."
 )
 @click.option("--output", "output_dir", type=click.Path(path_type=Path), default=Path("."), show_default=True)
-@click.option("--overwrite", is_flag=True, help="Replace an existing out.json / evaluation.prototext.")
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(path_type=Path),
+    help="Also write a result.json + details.jsonl there, for `harness leaderboard`.",
+)
+@click.option("--system-name", help="The system's name in the recorded result (default: the answers file's name).")
+@click.option("--overwrite", is_flag=True, help="Replace existing output files.")
 def score_cmd(
-    task_name: str, truth_path: Path, answers_path: Path, evaluator: str | None, output_dir: Path, overwrite: bool
+    task_name: str,
+    truth_path: Path,
+    answers_path: Path,
+    evaluator: str | None,
+    output_dir: Path,
+    record_dir: Path | None,
+    system_name: str | None,
+    overwrite: bool,
 ) -> None:
     """PAN's official evaluator: print the scores, write out.json and evaluation.prototext."""
     from harness.evaluator import read_answers, write_tira_outputs
     from harness.files import find_data_file
 
-    for name in ("out.json", "evaluation.prototext"):
-        if (output_dir / name).exists() and not overwrite:
-            raise HarnessError(f"{output_dir / name} exists; pass --overwrite to replace it")
+    planned = [output_dir / "out.json", output_dir / "evaluation.prototext"]
+    if record_dir is not None:
+        planned.append(record_dir / "result.json")
+    for path in planned:
+        if path.exists() and not overwrite:
+            raise HarnessError(f"{path} exists; pass --overwrite to replace it")
     task = registry.task_class(task_name)()
     truth = task.read_truth(truth_path)
     if answers_path.is_dir():
@@ -168,6 +185,11 @@ def score_cmd(
     answers = read_answers(answers_path)
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
     write_tira_outputs(scores, output_dir)
+    if record_dir is not None:
+        from harness.recording import record_answers
+
+        name = system_name or answers_path.name.split(".")[0]
+        record_answers(task, truth_path, truth, answers, scores, name, record_dir, answers_path=answers_path)
     for name, value in scores.items():
         click.echo(f"{name:<10} {value:.6f}")
 
@@ -182,6 +204,74 @@ def convert_cmd(src: Path, dst: Path, overwrite: bool) -> None:
 
     count = convert_classic_to_jsonl(src, dst, overwrite=overwrite)
     click.echo(f"converted {count} problems from {src} to {dst}")
+
+
+@main.command("leaderboard")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option(
+    "--format", "fmt", type=click.Choice(["markdown", "latex", "csv", "json"]), default="markdown", show_default=True
+)
+@click.option("--ci", is_flag=True, help="Bootstrap 95% interval of the main score over problems/queries.")
+@click.option("--significance", is_flag=True, help="Paired approximate randomization test against the best system.")
+@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap resamples / test rounds.")
+@click.option("--digits", type=int, default=3, show_default=True)
+@click.option("--output", type=click.Path(path_type=Path), help="Write the table here instead of printing it.")
+def leaderboard_cmd(
+    results: tuple[Path, ...],
+    fmt: str,
+    ci: bool,
+    significance: bool,
+    resamples: int,
+    digits: int,
+    output: Path | None,
+) -> None:
+    """Tables of the runs in RESULTS (folders or result.json files): one per task, best system first."""
+    from harness.leaderboard import build_tables, find_runs, render
+
+    tables = build_tables(find_runs(results), ci=ci, significance=significance, resamples=resamples)
+    text = render(tables, fmt, digits=digits)
+    if output is None:
+        click.echo(text)
+        return
+    from harness.files import atomic_write
+
+    with atomic_write(output) as handle:
+        handle.write(text)
+    click.echo(f"wrote {output}")
+
+
+@main.command("plot")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True, help="Folder for PNG, PDF, CSV.")
+def plot_cmd(results: tuple[Path, ...], out_dir: Path) -> None:
+    """ROC/DET curves, EER against target size, MRR against episode length: PNG + PDF + CSV."""
+    from harness.leaderboard import find_runs
+    from harness.plotting import plot_measure_by_parameter, plot_verification_curves
+    from harness.report import PARAMETER_FIGURES, _linking_plots
+
+    runs = find_runs(results)
+    written = plot_verification_curves(runs, out_dir)
+    for task, parameter, measure in PARAMETER_FIGURES:
+        written += plot_measure_by_parameter(runs, out_dir, task=task, parameter=parameter, measure=measure)
+    written += _linking_plots(runs, out_dir)
+    if not written:
+        raise HarnessError("nothing to plot in these results")
+    for path in written:
+        click.echo(f"wrote {path}")
+
+
+@main.command("report")
+@click.option("--results", "results", multiple=True, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True)
+@click.option("--ci/--no-ci", default=True, show_default=True)
+@click.option("--significance/--no-significance", default=True, show_default=True)
+@click.option("--resamples", type=int, default=1000, show_default=True)
+def report_cmd(results: tuple[Path, ...], out_dir: Path, ci: bool, significance: bool, resamples: int) -> None:
+    """Leaderboards (md, tex, csv, json) and all plots of the results, with a Markdown index."""
+    from harness.report import write_report
+
+    index = write_report(list(results), out_dir, ci=ci, significance=significance, resamples=resamples)
+    click.echo(f"wrote {index}")
 
 
 if __name__ == "__main__":

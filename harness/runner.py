@@ -15,25 +15,21 @@ import logging
 import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness import registry
 from harness.errors import HarnessError
-from harness.files import atomic_write, sha256_files, write_json, write_jsonl
+from harness.files import atomic_write, sha256_files, write_jsonl
 from harness.progress import duration
-from harness.provenance import environment
+from harness.results import RESULT_NAME, build_result, read_result, task_record, write_result
 from harness.seeding import seed_everything
 from harness.system import constructor_params
 from harness.task import Evaluation
 
 logger = logging.getLogger("harness")
 
-RESULT_SCHEMA_VERSION = 1
-RESULT_NAME = "result.json"
 ANSWERS_NAME = "answers.jsonl"
-DETAILS_NAME = "details.jsonl"
 CHECKPOINT_NAME = "checkpoint"
 FIT_FINGERPRINT_NAME = "checkpoint.fingerprint"
 
@@ -120,7 +116,7 @@ def run(
 
     result_path = run_dir / RESULT_NAME
     if result_path.exists() and not overwrite:
-        earlier = _read_result(result_path)
+        earlier = read_result(result_path)
         if earlier.get("fingerprint") == fingerprint:
             logger.info("kept the existing result %s (pass --overwrite to recompute)", result_path)
             return RunOutcome(run_dir, earlier, reused=True)
@@ -157,44 +153,34 @@ def run(
     else:
         with duration("evaluate", timings):
             evaluation = task.evaluate(system, test)
-    write_jsonl(run_dir / DETAILS_NAME, evaluation.details)
-    scores = evaluation.scores
     timings["total"] = round(time.perf_counter() - started, 6)
 
-    result = {
-        "schema_version": RESULT_SCHEMA_VERSION,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": sys.argv,
-        "fingerprint": fingerprint,
-        "task": {
-            "name": meta.name,
-            "version": meta.version,
-            "kind": meta.kind,
-            "main_score": meta.main_score,
-            "evaluator": meta.evaluator,
-            "params": task_params,
-            "measure_settings": evaluation.settings,
-            "data": {
-                "dir": str(Path(data_dir).resolve()),
-                "train": {"checksum": train.checksum, "size": _size(train)},
-                "test": {"checksum": test.checksum, "size": _size(test)},
-            },
+    task_section = task_record(
+        meta,
+        task_params,
+        evaluation,
+        {
+            "dir": str(Path(data_dir).resolve()),
+            "train": {"checksum": train.checksum, "size": _size(train)},
+            "test": {"checksum": test.checksum, "size": _size(test)},
         },
-        "system": {
-            "name": system_name,
-            "class": f"{type(system).__module__}:{type(system).__qualname__}",
-            "params": system.params(),
-            "checkpoint": {"path": CHECKPOINT_NAME, "checksum": _checkpoint_checksum(checkpoint_dir)},
-        },
-        "seeds": {"seed": seed},
-        "scores": scores,
-        "main_score": {"name": meta.main_score, "value": scores[meta.main_score]},
-        "details": {"path": DETAILS_NAME, "count": len(evaluation.details)},
-        "curves": evaluation.curves,
-        "timings_s": timings,
-        "environment": environment(),
+    )
+    system_section = {
+        "name": system_name,
+        "class": f"{type(system).__module__}:{type(system).__qualname__}",
+        "params": system.params(),
+        "checkpoint": {"path": CHECKPOINT_NAME, "checksum": _checkpoint_checksum(checkpoint_dir)},
     }
-    write_json(result_path, result)  # written last: its presence marks a finished run
+    result = build_result(
+        task=task_section,
+        system=system_section,
+        seed=seed,
+        evaluation=evaluation,
+        timings=timings,
+        fingerprint=fingerprint,
+        command=sys.argv,
+    )
+    write_result(run_dir, result, evaluation.details)
     return RunOutcome(run_dir, result, reused=False)
 
 
@@ -237,10 +223,3 @@ def _check_answers(answers: list[Any], test: Any) -> None:
 def _checkpoint_checksum(checkpoint_dir: Path) -> str | None:
     files = [p for p in Path(checkpoint_dir).rglob("*") if p.is_file()]
     return sha256_files(files, root=checkpoint_dir) if files else None
-
-
-def _read_result(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise HarnessError(f"{path}: cannot read the earlier result ({exc}); pass --overwrite to replace it") from None

@@ -1,0 +1,64 @@
+"""`harness report`: every leaderboard table and plot of a results folder, with a Markdown index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.files import atomic_write
+from harness.leaderboard import FORMATS, build_tables, find_runs, render
+from harness.plotting import plot_measure_by_parameter, plot_verification_curves
+
+_SUFFIX = {"markdown": "md", "latex": "tex", "csv": "csv", "json": "json"}
+# measure-against-parameter figures drawn when runs vary the parameter: (task, parameter, measure)
+PARAMETER_FIGURES = (("darkweb", "episode_length", "mrr"),)
+
+
+def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: bool, resamples: int) -> Path:
+    """Write tables/, plots/ and index.md into out_dir (which must be new or empty); return index.md."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise HarnessError(f"{out_dir} is not empty; choose a new folder for the report")
+    runs = find_runs(results)
+    tables = build_tables(runs, ci=ci, significance=significance, resamples=resamples)
+    table_files = []
+    for fmt in FORMATS:
+        path = out_dir / "tables" / f"leaderboard.{_SUFFIX[fmt]}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path) as handle:
+            handle.write(render(tables, fmt))
+        table_files.append(path)
+    plots = plot_verification_curves(runs, out_dir / "plots")
+    for task, parameter, measure in PARAMETER_FIGURES:
+        plots += plot_measure_by_parameter(runs, out_dir / "plots", task=task, parameter=parameter, measure=measure)
+    plots += _linking_plots(runs, out_dir / "plots")
+
+    lines = ["# Results report", "", f"{len(runs)} runs from: " + ", ".join(f"`{p}`" for p in results), ""]
+    lines += ["## Leaderboards", "", render(tables, "markdown"), "Tables as files: "]
+    lines += [", ".join(f"[{p.name}]({p.relative_to(out_dir)})" for p in table_files), ""]
+    pngs = [p for p in plots if p.suffix == ".png"]
+    if pngs:
+        lines += ["## Figures", ""]
+        for png in pngs:
+            rel = png.relative_to(out_dir)
+            lines += [f"### {png.stem}", "", f"![{png.stem}]({rel})", "", f"PDF: `{rel.with_suffix('.pdf')}`, "
+                      f"numbers: `{rel.with_suffix('.csv')}`", ""]  # fmt: skip
+    index = out_dir / "index.md"
+    with atomic_write(index) as handle:
+        handle.write("\n".join(lines))
+    return index
+
+
+def _linking_plots(runs: list, out_dir: Path) -> list[Path]:
+    """The linking task's own figures (ROC/DET, EER against target sample size), where it has any."""
+    linking = [run for run in runs if run.result["task"]["kind"] == "linking"]
+    if not linking:
+        return []
+    try:
+        from tasks.reddit.plots import plot_linking
+    except ImportError:
+        return []
+    written: list[Path] = []
+    for run in linking:
+        written += plot_linking(run.path, out_dir)
+    return written

@@ -1,0 +1,97 @@
+"""Result files: one `result.json` per run, with its scores and where they came from.
+
+`harness run` writes them; `harness score --record` writes the same for an answers file made
+elsewhere (a PAN submission); `harness leaderboard`, `plot` and `report` read them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.files import write_json, write_jsonl
+from harness.provenance import environment
+from harness.task import Evaluation, TaskMetadata
+
+RESULT_SCHEMA_VERSION = 1
+RESULT_NAME = "result.json"
+DETAILS_NAME = "details.jsonl"
+
+
+def task_record(
+    meta: TaskMetadata, params: dict[str, Any], evaluation: Evaluation, data: dict[str, Any]
+) -> dict[str, Any]:
+    """The `task` section: what was measured, how, and on which data (by checksum)."""
+    return {
+        "name": meta.name,
+        "version": meta.version,
+        "kind": meta.kind,
+        "main_score": meta.main_score,
+        "measures": list(meta.measures),
+        "lower_is_better": list(meta.extra.get("lower_is_better", ())),
+        "evaluator": meta.evaluator,
+        "params": params,
+        "measure_settings": evaluation.settings,
+        "data": data,
+    }
+
+
+def build_result(
+    *,
+    task: dict[str, Any],
+    system: dict[str, Any],
+    seed: int | None,
+    evaluation: Evaluation,
+    timings: dict[str, float],
+    fingerprint: str,
+    command: list[str],
+) -> dict[str, Any]:
+    """A complete result record (schema version RESULT_SCHEMA_VERSION)."""
+    main = task["main_score"]
+    return {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "fingerprint": fingerprint,
+        "task": task,
+        "system": system,
+        "seeds": {"seed": seed},
+        "scores": evaluation.scores,
+        "main_score": {"name": main, "value": evaluation.scores[main]},
+        "details": {"path": DETAILS_NAME, "count": len(evaluation.details)},
+        "curves": evaluation.curves,
+        "timings_s": timings,
+        "environment": environment(),
+    }
+
+
+def write_result(run_dir: Path, result: dict[str, Any], details: list[dict[str, Any]]) -> None:
+    """Write details.jsonl, then result.json last: its presence marks a finished run."""
+    write_jsonl(Path(run_dir) / DETAILS_NAME, details)
+    write_json(Path(run_dir) / RESULT_NAME, result)
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    """Read one result.json, checking that it is one."""
+    path = Path(path)
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise HarnessError(f"{path}: cannot read this result file ({exc})") from None
+    if not isinstance(result, dict) or "schema_version" not in result or "scores" not in result:
+        raise HarnessError(f"{path}: not a harness result file (no schema_version/scores)")
+    if result["schema_version"] > RESULT_SCHEMA_VERSION:
+        raise HarnessError(f"{path}: result schema {result['schema_version']} is newer than this harness reads")
+    return result
+
+
+def read_details(result_path: Path) -> list[dict[str, Any]]:
+    """The per-problem or per-query rows stored beside a result."""
+    path = Path(result_path).parent / DETAILS_NAME
+    if not path.is_file():
+        raise HarnessError(f"{path}: missing; the run's per-item details are needed for this")
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
