@@ -12,14 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED_DATA
 
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.item_statistics import bootstrap_interval, columns, measure_function, paired_permutation_test
 from harness.leaderboard import build_tables, find_runs, render
 from harness.results import read_details
-
-from conftest import SHARED_DATA
 
 PAN20 = SHARED_DATA / "pan20-av-scored"
 
