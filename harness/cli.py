@@ -129,6 +129,7 @@ def predict_cmd(
 ) -> None:
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl. Needs no network."""
     from harness.files import write_jsonl
+    from harness.predicting import answer_all
 
     answers_path = output_dir / "answers.jsonl"
     if answers_path.exists() and not overwrite:
@@ -137,7 +138,7 @@ def predict_cmd(
     data = task.load_inputs(input_dir)
     system_cls = registry.system_class(system_name)
     system = system_cls.load(checkpoint) if checkpoint is not None else system_cls()
-    answers = system.predict(data.problems)
+    answers = answer_all(system, data.problems)
     write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
     click.echo(f"wrote {len(answers)} answers to {answers_path}")
 

@@ -160,8 +160,12 @@ def _require_truth(data: VerificationData, task: str) -> Mapping[str, Verificati
 # ----------------------------------------------------------------------------------------------------
 
 
-def read_pairs(path: Path) -> tuple[VerificationProblem, ...]:
-    """Read a PAN 2020-2023 pairs file (plain or .gz) into problems, in file order, validating each line."""
+def read_pairs(path: Path, *, allow_empty_texts: bool = False) -> tuple[VerificationProblem, ...]:
+    """Read a PAN 2020-2023 pairs file (plain or .gz) into problems, in file order, validating each line.
+
+    An empty text is an error, except with `allow_empty_texts` (TIRA mode, where every problem
+    must still get an answer: `harness predict` answers such problems with 0.5).
+    """
     path = Path(path)
     problems: list[VerificationProblem] = []
     first_line: dict[str, int] = {}
@@ -174,7 +178,7 @@ def read_pairs(path: Path) -> tuple[VerificationProblem, ...]:
         for i, text in enumerate(pair):
             if not isinstance(text, str):
                 raise DataError(f"expected str, got {type(text).__name__}", path=path, line=line, field=f"pair[{i}]")
-            if not text.strip():
+            if not text.strip() and not allow_empty_texts:
                 raise DataError("text is empty", path=path, line=line, field=f"pair[{i}]")
             texts.append(text)
         types = _read_string_list(obj, "discourse_types", len(texts), path, line, optional=True)
@@ -303,7 +307,7 @@ class Pan23Task(PanVerificationTask):
         """TIRA mode: read only `<input_dir>/pairs.jsonl[.gz]`; truth is None and never looked for."""
         input_dir = Path(input_dir)
         pairs_path = find_data_file(input_dir, "pairs.jsonl")
-        problems = read_pairs(pairs_path)
+        problems = read_pairs(pairs_path, allow_empty_texts=True)
         return VerificationData(problems, None, input_dir, sha256_files([pairs_path], root=input_dir))
 
     def read_truth(self, path: Path) -> dict[str, VerificationTruth]:
