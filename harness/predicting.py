@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.records import NO_ANSWER, Answer, VerificationProblem
 
 logger = logging.getLogger("harness")
@@ -22,4 +23,10 @@ def answer_all(system: Any, problems: Sequence[VerificationProblem]) -> list[Ans
     if skipped:
         logger.warning("%d problem(s) with an empty text: answered 0.5 (no answer)", skipped)
     answers = {a.id: a for a in system.predict(answerable)} if answerable else {}
+    unknown = sorted(set(answers) - {p.id for p in answerable})
+    if unknown:
+        raise HarnessError(f"the system answered problems it was not given: {', '.join(unknown[:5])}")
+    unanswered = len(answerable) - len(answers)
+    if unanswered:
+        logger.warning("%d problem(s) the system left unanswered: answered 0.5 (no answer)", unanswered)
     return [answers.get(p.id, Answer(p.id, NO_ANSWER)) for p in problems]

@@ -79,10 +79,11 @@ _KNOWN_NAME = re.compile(r"^known(\d+)\.txt$")
 # ----------------------------------------------------------------------------------------------------
 
 
-def read_text_file(path: Path) -> str:
+def read_text_file(path: Path, *, allow_empty: bool = False) -> str:
     """Read one text as UTF-8: a leading BOM is dropped and line ends are normalised to "\\n".
 
-    Non-UTF-8 bytes and an empty (or whitespace-only) text are DataErrors naming the file.
+    Non-UTF-8 bytes and an empty (or whitespace-only) text are DataErrors naming the file; an
+    empty text is kept with `allow_empty` (TIRA mode).
     """
     path = Path(path)
     try:
@@ -99,7 +100,7 @@ def read_text_file(path: Path) -> str:
     # leak labels: in PAN14 novels train the 21 problems that mix BOM and BOM-less texts are all
     # different-author; in PAN14 novels test 28 of the 39 problems with some CRLF texts are same-author.
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not text.strip():
+    if not text.strip() and not allow_empty:
         raise DataError("text is empty", path=path)
     return text
 
@@ -414,7 +415,9 @@ def _problem_dirs(corpus_dir: Path) -> list[Path]:
     return dirs
 
 
-def read_classic_corpus(corpus_dir: Path) -> tuple[tuple[VerificationProblem, ...], list[Path]]:
+def read_classic_corpus(
+    corpus_dir: Path, *, allow_empty_texts: bool = False
+) -> tuple[tuple[VerificationProblem, ...], list[Path]]:
     """Read the problems of one PAN 2013-2015 corpus folder (not its truth): problems and the files read.
 
     Problems come in problem-folder name order (the order of truth.txt and contents.json in the PAN
@@ -440,7 +443,7 @@ def read_classic_corpus(corpus_dir: Path) -> tuple[tuple[VerificationProblem, ..
         if len(set(numbers)) != len(numbers):
             raise DataError("known texts with the same number (e.g. known1.txt and known01.txt)", path=problem_dir)
         paths = [f for _, f in known] + [unknown]
-        texts = tuple(read_text_file(f) for f in paths)
+        texts = tuple(read_text_file(f, allow_empty=allow_empty_texts) for f in paths)
         files.extend(paths)
         problems.append(VerificationProblem(problem_dir.name, texts, (genre,) * len(texts)))
     if contents is not None and isinstance(contents.get("problems"), list):
@@ -552,7 +555,7 @@ class PanClassicTask(PanVerificationTask):
     def load_inputs(self, input_dir: Path) -> VerificationData:
         """TIRA mode: read the problem folders of `input_dir` only; truth is None and truth.txt never read."""
         input_dir = Path(input_dir)
-        problems, files = read_classic_corpus(input_dir)
+        problems, files = read_classic_corpus(input_dir, allow_empty_texts=True)
         return VerificationData(problems, None, input_dir, sha256_files(files, root=input_dir))
 
     def read_truth(self, path: Path) -> dict[str, VerificationTruth]:
