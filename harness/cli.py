@@ -247,14 +247,14 @@ def leaderboard_cmd(
 def plot_cmd(results: tuple[Path, ...], out_dir: Path) -> None:
     """ROC/DET curves, EER against target size, MRR against episode length: PNG + PDF + CSV."""
     from harness.leaderboard import find_runs
-    from harness.plotting import plot_measure_by_parameter, plot_verification_curves
-    from harness.report import PARAMETER_FIGURES, _linking_plots
+    from harness.plotting import plot_linking_curves, plot_measure_by_parameter, plot_verification_curves
+    from harness.report import PARAMETER_FIGURES
 
     runs = find_runs(results)
     written = plot_verification_curves(runs, out_dir)
     for task, parameter, measure in PARAMETER_FIGURES:
         written += plot_measure_by_parameter(runs, out_dir, task=task, parameter=parameter, measure=measure)
-    written += _linking_plots(runs, out_dir)
+    written += plot_linking_curves(runs, out_dir)
     if not written:
         raise HarnessError("nothing to plot in these results")
     for path in written:

@@ -38,6 +38,8 @@ def columns(details: Sequence[dict[str, Any]]) -> Columns:
         raise HarnessError("no per-item details to resample")
     for names in _COLUMN_SETS:
         if set(names) <= details[0].keys():
+            if any(not set(names) <= row.keys() for row in details):
+                raise HarnessError(f"details rows mix kinds (not all have {', '.join(names)}); no resampling rule")
             return {name: np.array([row[name] for row in details]) for name in names}
     raise HarnessError(f"details rows with fields {sorted(details[0])} have no resampling rule")
 

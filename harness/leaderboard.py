@@ -95,21 +95,39 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
 def build_tables(
     runs: Sequence[Run], *, ci: bool = False, significance: bool = False, resamples: int = 1000, seed: int = 0
 ) -> list[Table]:
-    """One table per task, rows sorted by the main score (best first)."""
-    by_task: dict[str, list[Run]] = defaultdict(list)
+    """One table per task and task setting, rows sorted by the main score (best first).
+
+    Runs of one task with other task parameters (e.g. another episode length) get a table of
+    their own, named by the parameters that set them apart.
+    """
+    by_task: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in runs:
-        by_task[run.result["task"]["name"]].append(run)
+        task = run.result["task"]
+        by_task[(task["name"], json.dumps(task.get("params", {}), sort_keys=True))].append(run)
     tables = []
-    for task_name in sorted(by_task):
-        task_runs = by_task[task_name]
-        _refuse_mixed(task_name, task_runs)
-        table = _table(task_name, task_runs)
-        if ci:
-            _add_intervals(table, resamples=resamples, seed=seed)
-        if significance:
-            _add_significance(table, rounds=resamples, seed=seed)
+    for name, params_json in sorted(by_task):
+        task_runs = by_task[(name, params_json)]
+        siblings = [json.loads(other) for other_name, other in by_task if other_name == name]
+        table_name = name + _setting_label(json.loads(params_json), siblings)
+        _refuse_mixed(table_name, task_runs)
+        table = _table(table_name, task_runs)
+        # a task whose per-item details cannot give its main score (e.g. EER from per-query rows)
+        # still gets its table, with a note instead of intervals or tests
+        for wanted, add in ((ci, _add_intervals), (significance, _add_significance)):
+            if not wanted:
+                continue
+            try:
+                add(table, rounds=resamples, seed=seed)
+            except HarnessError as exc:
+                table.notes.append(f"{add.__name__.removeprefix('_add_')} not available: {exc}")
         tables.append(table)
     return tables
+
+
+def _setting_label(params: dict[str, Any], all_params: list[dict[str, Any]]) -> str:
+    """ " [k=v, ...]" for the parameters whose values differ between the tables of one task; "" if none."""
+    differing = sorted(k for k in params if any(other.get(k) != params[k] for other in all_params))
+    return " [" + ", ".join(f"{k}={params[k]}" for k in differing) + "]" if differing else ""
 
 
 def _refuse_mixed(task_name: str, runs: Sequence[Run]) -> None:
@@ -167,16 +185,16 @@ def _columns_of(run: Run) -> tuple[list[str], dict[str, np.ndarray]]:
     return item_ids(details), columns(details)
 
 
-def _add_intervals(table: Table, *, resamples: int, seed: int) -> None:
+def _add_intervals(table: Table, *, rounds: int, seed: int) -> None:
     from harness.item_statistics import bootstrap_interval, measure_function
 
     for row in table.rows:
         run = row.first_run
         _, cols = _columns_of(run)
         compute = measure_function(run.result, table.main, cols)
-        row.ci = bootstrap_interval(compute, cols, resamples=resamples, seed=seed)
+        row.ci = bootstrap_interval(compute, cols, resamples=rounds, seed=seed)
     table.notes.append(
-        f"CI: 95% percentile bootstrap over items ({resamples} resamples) of the main score, lowest-seed run."
+        f"CI: 95% percentile bootstrap over items ({rounds} resamples) of the main score, lowest-seed run."
     )
 
 

@@ -7,6 +7,7 @@ matplotlib is imported inside the functions (Agg backend: no screen needed).
 from __future__ import annotations
 
 import csv
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ def save_figure(fig: Any, out_dir: Path, stem: str, header: Sequence[str], rows:
     """Write `stem`.png, .pdf and .csv (the plotted numbers) into out_dir."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.=-]+", "_", stem).strip("_")  # table names may hold spaces and brackets
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf", out_dir / f"{stem}.csv"]
     fig.tight_layout()
     fig.savefig(paths[0])
@@ -72,12 +74,6 @@ def _legend(fig: Any, ax: Any, entries: int) -> None:
         ax.legend(loc="best")
 
 
-def roc_points(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(false positive rate, true positive rate) for every threshold, from (0, 0) to (1, 1)."""
-    thresholds, p_fa, p_miss = det_curve(scores, labels)
-    return p_fa[::-1], (1.0 - p_miss)[::-1]
-
-
 def _verification_trials(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     details = read_details(run.path)
     if not details or not {"value", "same"} <= details[0].keys():
@@ -90,46 +86,89 @@ def _verification_trials(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
 
 def plot_verification_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     """ROC and DET curves of each verification task's systems (lowest-seed run of each)."""
-    from scipy.stats import norm
-
-    plt = _pyplot()
     written: list[Path] = []
     for table in build_tables([r for r in runs if r.result["task"]["kind"] == "verification"]):
         curves = []
         for row in table.rows:
             trials = _verification_trials(row.first_run)
             if trials is not None:
-                curves.append((row.label, *trials))
-        if not curves:
-            continue
-        with plt.rc_context(STYLE):
-            fig_roc, ax_roc = plt.subplots()
-            fig_det, ax_det = plt.subplots()
-            roc_rows, det_rows = [], []
-            for i, (label, scores, labels) in enumerate(curves):
-                line = _line_style(i)
-                fpr, tpr = roc_points(scores, labels)
-                ax_roc.plot(fpr, tpr, label=label, **line)
-                roc_rows += [(label, f, t) for f, t in zip(fpr, tpr, strict=True)]
-                _, p_fa, p_miss = det_curve(scores, labels)
-                # a DET plot's axes are normal deviates: rates of exactly 0 or 1 lie at infinity
-                inside = (p_fa > 0) & (p_fa < 1) & (p_miss > 0) & (p_miss < 1)
-                marker = "o" if inside.sum() < 5 else None  # near-binary answers give a point, not a curve
-                ax_det.plot(norm.ppf(p_fa[inside]), norm.ppf(p_miss[inside]), label=label, marker=marker, **line)
-                det_rows += [(label, f, m) for f, m in zip(p_fa, p_miss, strict=True)]
-            ax_roc.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1)
-            ax_roc.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC: {table.task}")
-            ticks = np.array([0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99])
-            ax_det.set_xticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
-            ax_det.set_yticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
-            ax_det.set_xlim(norm.ppf(0.0005), norm.ppf(0.9995))
-            ax_det.set_ylim(norm.ppf(0.0005), norm.ppf(0.9995))
-            ax_det.set(xlabel="false alarm probability", ylabel="miss probability", title=f"DET: {table.task}")
-            for fig, ax in ((fig_roc, ax_roc), (fig_det, ax_det)):
-                _legend(fig, ax, len(curves))
-            written += save_figure(fig_roc, out_dir, f"roc-{table.task}", ["system", "fpr", "tpr"], roc_rows)
-            written += save_figure(fig_det, out_dir, f"det-{table.task}", ["system", "p_fa", "p_miss"], det_rows)
+                _, p_fa, p_miss = det_curve(*trials)
+                curves.append((row.label, p_fa, p_miss))
+        written += _roc_and_det(table.task, curves, out_dir)
     return written
+
+
+def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
+    """For each linking task: ROC and DET at the main target size (lowest-seed run of each system)
+    and EER against the target sample size (mean and standard deviation over seeds)."""
+    plt = _pyplot()
+    written: list[Path] = []
+    for table in build_tables([r for r in runs if r.result["task"]["kind"] == "linking"]):
+        curves, rows = [], []
+        with plt.rc_context(STYLE):
+            fig, ax = plt.subplots()
+            for i, row in enumerate(table.rows):
+                first = row.first_run.result["curves"]
+                det = first.get("det", {}).get(str(first.get("main_target_size")))
+                if det:
+                    curves.append((row.label, np.asarray(det["p_fa"]), np.asarray(det["p_miss"])))
+                per_seed = [run.result["curves"]["eer_vs_target_size"] for run in row.runs]
+                sizes = per_seed[0]["target_sizes"]
+                eers = np.array([curve["eer"] for curve in per_seed])
+                mean, spread = eers.mean(0), eers.std(0)
+                style = _line_style(i)
+                ax.errorbar(sizes, mean, yerr=spread, marker="o", markersize=3, capsize=2, label=row.label, **style)
+                rows += [(row.label, k, m, sd, len(per_seed)) for k, m, sd in zip(sizes, mean, spread, strict=True)]
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sizes, [str(k) for k in sizes])
+            ax.set(xlabel="target sample size (posts)", ylabel="EER (lower is better)", title=f"EER: {table.task}")
+            _legend(fig, ax, len(table.rows))
+            header = ["system", "target_size", "eer_mean", "eer_std", "runs"]
+            written += save_figure(fig, out_dir, f"eer-by-target-size-{table.task}", header, rows)
+        written += _roc_and_det(table.task, curves, out_dir)
+    return written
+
+
+def _roc_and_det(task: str, curves: Sequence[tuple[str, np.ndarray, np.ndarray]], out_dir: Path) -> list[Path]:
+    """ROC and DET figures from (label, p_fa, p_miss) points, one line per system."""
+    from scipy.stats import norm
+
+    if not curves:
+        return []
+    plt = _pyplot()
+    with plt.rc_context(STYLE):
+        fig_roc, ax_roc = plt.subplots()
+        fig_det, ax_det = plt.subplots()
+        roc_rows, det_rows = [], []
+        for i, (label, p_fa, p_miss) in enumerate(curves):
+            line = _line_style(i)
+            order = np.argsort(p_fa, kind="stable")
+            ax_roc.plot(p_fa[order], 1.0 - p_miss[order], label=label, **line)
+            roc_rows += [(label, f, 1.0 - m) for f, m in zip(p_fa[order], p_miss[order], strict=True)]
+            # a DET plot's axes are normal deviates: rates of exactly 0 or 1 lie at infinity
+            inside = (p_fa > 0) & (p_fa < 1) & (p_miss > 0) & (p_miss < 1)
+            marker = "o" if inside.sum() < 5 else None  # near-binary answers give a point, not a curve
+            ax_det.plot(norm.ppf(p_fa[inside]), norm.ppf(p_miss[inside]), label=label, marker=marker, **line)
+            det_rows += [(label, f, m) for f, m in zip(p_fa, p_miss, strict=True)]
+        ax_roc.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1)
+        ax_roc.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC: {task}")
+        ticks = np.array([0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99])
+        ax_det.set_xticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
+        ax_det.set_yticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
+        ax_det.set_xlim(norm.ppf(0.0005), norm.ppf(0.9995))
+        ax_det.set_ylim(norm.ppf(0.0005), norm.ppf(0.9995))
+        ax_det.set(xlabel="false alarm probability", ylabel="miss probability", title=f"DET: {task}")
+        for fig, ax in ((fig_roc, ax_roc), (fig_det, ax_det)):
+            _legend(fig, ax, len(curves))
+        written = save_figure(fig_roc, out_dir, f"roc-{task}", ["system", "fpr", "tpr"], roc_rows)
+        written += save_figure(fig_det, out_dir, f"det-{task}", ["system", "p_fa", "p_miss"], det_rows)
+    return written
+
+
+def roc_points(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(false positive rate, true positive rate) for every threshold, from (0, 0) to (1, 1)."""
+    _, p_fa, p_miss = det_curve(scores, labels)
+    return p_fa[::-1], (1.0 - p_miss)[::-1]
 
 
 def plot_measure_by_parameter(

@@ -26,6 +26,10 @@ TASKS: dict[str, Entry] = {
         "tasks.pan_verification:PanClassicTask",
         "PAN 2013-2015 authorship verification (problem folders + truth.txt); main score AUC x c@1",
     ),
+    "reddit": Entry(
+        "tasks.reddit.task:RedditTask",
+        "account ranking (MRR, R@k) and linking (EER, minDCF) on post streams split by author and time; main score EER",
+    ),
 }
 
 SYSTEMS: dict[str, Entry] = {
@@ -40,6 +44,22 @@ SYSTEMS: dict[str, Entry] = {
     "tfidf": Entry(
         "systems.baselines.tfidf:WordTfidf",
         "word TF-IDF cosine with the same calibration as cngdist",
+    ),
+    "varlen_linker": Entry(
+        "systems.varlen_linker.system:VarlenLinker",
+        "Khan et al. 2021: conv post encoder + attention over variable-size samples (Beta(3,1) sizes), triplet loss",
+    ),
+    "iur_fixed": Entry(
+        "systems.varlen_linker.system:IurFixed",
+        "reddit baseline: the varlen_linker encoder trained on fixed 16-post samples; groups of 16 averaged",
+    ),
+    "varlen_avg": Entry(
+        "systems.varlen_linker.system:VarlenAvg",
+        "reddit baseline (Avg): the varlen_linker encoder trained on single posts; post embeddings averaged",
+    ),
+    "reddit_tfidf": Entry(
+        "systems.varlen_linker.tfidf:RedditTfidf",
+        "reddit baseline: word TF-IDF of a sample's concatenated text, cosine",
     ),
 }
 

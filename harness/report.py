@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.leaderboard import FORMATS, build_tables, find_runs, render
-from harness.plotting import plot_measure_by_parameter, plot_verification_curves
+from harness.plotting import plot_linking_curves, plot_measure_by_parameter, plot_verification_curves
 
 _SUFFIX = {"markdown": "md", "latex": "tex", "csv": "csv", "json": "json"}
 # measure-against-parameter figures drawn when runs vary the parameter: (task, parameter, measure)
@@ -31,7 +31,7 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
     plots = plot_verification_curves(runs, out_dir / "plots")
     for task, parameter, measure in PARAMETER_FIGURES:
         plots += plot_measure_by_parameter(runs, out_dir / "plots", task=task, parameter=parameter, measure=measure)
-    plots += _linking_plots(runs, out_dir / "plots")
+    plots += plot_linking_curves(runs, out_dir / "plots")
 
     lines = ["# Results report", "", f"{len(runs)} runs from: " + ", ".join(f"`{p}`" for p in results), ""]
     lines += ["## Leaderboards", "", render(tables, "markdown"), "Tables as files: "]
@@ -47,18 +47,3 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
     with atomic_write(index) as handle:
         handle.write("\n".join(lines))
     return index
-
-
-def _linking_plots(runs: list, out_dir: Path) -> list[Path]:
-    """The linking task's own figures (ROC/DET, EER against target sample size), where it has any."""
-    linking = [run for run in runs if run.result["task"]["kind"] == "linking"]
-    if not linking:
-        return []
-    try:
-        from tasks.reddit.plots import plot_linking
-    except ImportError:
-        return []
-    written: list[Path] = []
-    for run in linking:
-        written += plot_linking(run.path, out_dir)
-    return written

@@ -1,0 +1,97 @@
+"""Metric-learning losses over a batch of sample embeddings labelled by author.
+
+- "triplet": triplet margin loss on semi-hard triplets (Schroff et al. 2015), both from
+  pytorch-metric-learning, on Euclidean distance.
+- "topk": the top-k precision loss of Lu et al. (ICCV 2019), as Khan et al. use it; written here
+  (pytorch-metric-learning has no such loss) and checked against a plain Python loop in the tests.
+- "ranked_list": pytorch-metric-learning's RankedListLoss (Wang et al. 2019), a related list loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+LOSSES = ("triplet", "topk", "ranked_list")
+
+LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def euclidean_distances(embeddings: torch.Tensor) -> torch.Tensor:
+    """Pairwise Euclidean distances, with a gradient that stays finite at distance 0 (self, duplicates)."""
+    squared = embeddings.pow(2).sum(1)
+    gram = embeddings @ embeddings.T
+    return (squared.unsqueeze(1) + squared.unsqueeze(0) - 2.0 * gram).clamp(min=1e-12).sqrt()
+
+
+def top_k_loss(embeddings: torch.Tensor, labels: torch.Tensor, *, k: int = 4, margin: float = 0.25) -> torch.Tensor:
+    """Top-k precision loss (Lu et al. 2019) with similarity = -Euclidean distance.
+
+    For each anchor, the other samples are ranked by similarity, with `margin` added to the
+    similarity of other authors' samples. Let P be the anchor's positives (same author) and
+    K its top k. When |P| < k, every positive should be in K: each positive outside K is paired
+    with one of the negatives in K closest to K's boundary (lowest similarity). When |P| >= k, K
+    should hold positives only: each negative in K is paired with one of the positives outside K
+    closest to the boundary (highest similarity). The loss is the sum over the chosen negatives'
+    (margined) similarities minus the chosen positives' similarities, averaged over anchors: it
+    moves as few samples as needed to make K as pure as possible.
+    """
+    n = embeddings.shape[0]
+    if n < 2:
+        return embeddings.sum() * 0.0
+    k = min(k, n - 1)
+    similarity = -euclidean_distances(embeddings.float())
+    eye = torch.eye(n, dtype=torch.bool, device=embeddings.device)
+    same = labels.unsqueeze(0) == labels.unsqueeze(1)
+    positive, negative = same & ~eye, ~same
+    margined = similarity + margin * negative.to(similarity.dtype)
+    ranked = margined.masked_fill(eye, float("-inf"))
+    order = ranked.argsort(dim=1, descending=True, stable=True)
+    rank = order.argsort(dim=1, stable=True)  # 0-based position of each column in its row's ranking
+    in_top = (rank < k) & ~eye
+    n_positive = positive.sum(1)
+    small = n_positive < k  # case |P| < k: pull every positive into the top k
+
+    positives_out = positive & ~in_top
+    negatives_in = negative & in_top
+    # |P| < k: all positives outside K, and as many negatives in K, lowest similarity first
+    count_small = positives_out.sum(1)
+    chosen_neg_small = _first_of_each_row(negatives_in, margined, count_small, largest=False)
+    # |P| >= k: all negatives in K, and as many positives outside K, highest similarity first
+    count_large = negatives_in.sum(1)
+    chosen_pos_large = _first_of_each_row(positives_out, margined, count_large, largest=True)
+
+    chosen_neg = torch.where(small.unsqueeze(1), chosen_neg_small, negatives_in)
+    chosen_pos = torch.where(small.unsqueeze(1), positives_out, chosen_pos_large)
+    zero = torch.zeros_like(margined)
+    per_anchor = torch.where(chosen_neg, margined, zero).sum(1) - torch.where(chosen_pos, margined, zero).sum(1)
+    return per_anchor.mean()
+
+
+def _first_of_each_row(candidates: torch.Tensor, values: torch.Tensor, counts: torch.Tensor, *, largest: bool):
+    """Mask of the first `counts[i]` candidates of row i, ordered by value (largest or smallest first)."""
+    fill = float("-inf") if largest else float("inf")
+    keyed = values.detach().masked_fill(~candidates, fill)
+    order = keyed.argsort(dim=1, descending=largest, stable=True)
+    position = order.argsort(dim=1, stable=True)
+    return candidates & (position < counts.unsqueeze(1))
+
+
+def make_loss(name: str, *, margin: float = 0.2, top_k: int = 4, top_k_margin: float = 0.25) -> LossFunction:
+    """The loss `name` (one of LOSSES) as a function of (embeddings, labels)."""
+    if name == "topk":
+        return lambda embeddings, labels: top_k_loss(embeddings, labels, k=top_k, margin=top_k_margin)
+    from pytorch_metric_learning import losses, miners
+    from pytorch_metric_learning.distances import LpDistance
+
+    # the model normalises already; the loss must measure the distance the task scores with
+    distance = LpDistance(normalize_embeddings=False, p=2, power=1)
+    if name == "triplet":
+        loss = losses.TripletMarginLoss(margin=margin, distance=distance)
+        miner = miners.TripletMarginMiner(margin=margin, type_of_triplets="semihard", distance=distance)
+        return lambda embeddings, labels: loss(embeddings, labels, miner(embeddings, labels))
+    if name == "ranked_list":
+        ranked = losses.RankedListLoss(margin=margin, Tn=0.0, distance=distance)
+        return lambda embeddings, labels: ranked(embeddings, labels)
+    raise ValueError(f"unknown loss {name!r}; choose one of {LOSSES}")

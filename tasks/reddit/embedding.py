@@ -1,0 +1,37 @@
+"""Calling a system's `embed` on the task's samples, and the similarity it asks to be scored with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.retrieval import METRICS
+from tasks.reddit.records import Action
+
+
+def system_metric(system: Any) -> str:
+    """The similarity a system's embeddings are compared with: its `metric` attribute, "cosine" if it has none.
+
+    "euclidean" scores a pair by the negative Euclidean distance (higher = same author), as
+    `harness.retrieval.similarity` does.
+    """
+    metric = getattr(system, "metric", "cosine")
+    if metric not in METRICS:
+        raise HarnessError(f"system {getattr(system, 'name', system)!r} asks for metric {metric!r}; known: {METRICS}")
+    return metric
+
+
+def embed_samples(system: Any, samples: Sequence[Sequence[Action]]) -> np.ndarray:
+    """One float32 row per sample; a system returning anything else is a system bug, reported as such."""
+    embeddings = np.asarray(system.embed(list(samples)), dtype=np.float32)
+    if embeddings.ndim != 2 or embeddings.shape[0] != len(samples):
+        raise HarnessError(
+            f"system {getattr(system, 'name', system)!r} returned embeddings of shape {embeddings.shape} "
+            f"for {len(samples)} samples; expected ({len(samples)}, dim)"
+        )
+    if not np.isfinite(embeddings).all():
+        raise HarnessError(f"system {getattr(system, 'name', system)!r} returned NaN or infinite embeddings")
+    return embeddings

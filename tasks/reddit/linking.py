@@ -1,0 +1,174 @@
+"""Linking evaluation (Khan et al. 2021, section 4.3), adapted to a split's test period.
+
+The test period is cut again at a time T2 (a quantile of the test posts' times):
+
+- distinguished authors: test authors with at least `min_query_posts` posts before T2 (their
+  history) and at least max(target_sizes) posts from T2 on; the query is the most recent
+  `query_size` posts of the history (all of it when shorter);
+- target accounts: the distinguished authors and every other test author with at least
+  max(target_sizes) posts from T2 on; a target of size k is the account's k most recent posts.
+
+Every query is scored against every target of a size (a trial; same author = target trial).
+EER and minDCF at each size give the EER-against-target-size curve. With `subreddit` set, only that
+subreddit's posts count, for history and targets alike (the paper's topic control).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.metrics.linking import det_curve, eer, min_dcf
+from harness.records import ForumPost
+from harness.retrieval import similarity
+from tasks.reddit.actions import ActionEncoder
+from tasks.reddit.embedding import embed_samples
+from tasks.reddit.records import LinkingSet
+from tasks.reddit.split import time_cutoff
+
+EER_VARIANT = "interpolated"
+
+
+def build_linking_set(
+    test_posts: Sequence[ForumPost],
+    encoder: ActionEncoder,
+    *,
+    split_quantile: float,
+    query_size: int,
+    min_query_posts: int,
+    target_sizes: Sequence[int],
+    subreddit: str | None = None,
+    max_queries: int | None = None,
+    max_targets: int | None = None,
+    seed: int = 0,
+) -> tuple[LinkingSet, dict[str, Any]]:
+    """Distinguished authors' histories (queries) and target accounts' newer posts; see the module doc."""
+    sizes = sorted(set(target_sizes))
+    if not sizes or sizes[0] < 1:
+        raise ValueError(f"target sizes must be positive, got {list(target_sizes)}")
+    if query_size < 1 or not 1 <= min_query_posts <= query_size:
+        raise ValueError(f"need 1 <= min_query_posts <= query_size, got {min_query_posts} and {query_size}")
+    split_time = time_cutoff(test_posts, split_quantile)  # over all test posts: the same T2 for every subreddit
+    if subreddit is not None:
+        known = sorted({p.subforum for p in test_posts})
+        if subreddit not in known:
+            raise HarnessError(f"linking_subreddit {subreddit!r} has no test posts; subreddits there: {known}")
+        test_posts = [p for p in test_posts if p.subforum == subreddit]
+    history: dict[str, list[ForumPost]] = defaultdict(list)
+    future: dict[str, list[ForumPost]] = defaultdict(list)
+    for post in sorted(test_posts, key=lambda p: p.created):
+        (history if post.created < split_time else future)[post.author].append(post)
+
+    need = sizes[-1]
+    rng = np.random.default_rng(seed)
+    distinguished = sorted(a for a in history if len(history[a]) >= min_query_posts and len(future[a]) >= need)
+    distinguished = _at_most(distinguished, max_queries, rng)
+    chosen = set(distinguished)
+    others = sorted(a for a in future if a not in chosen and len(future[a]) >= need)
+    if max_targets is not None:
+        others = _at_most(others, max(0, max_targets - len(distinguished)), rng)
+    accounts = distinguished + others
+    linking = LinkingSet(
+        query_authors=tuple(distinguished),
+        queries=tuple(encoder.actions(history[a][-query_size:]) for a in distinguished),
+        target_authors=tuple(accounts),
+        targets={k: tuple(encoder.actions(future[a][-k:]) for a in accounts) for k in sizes},
+        subreddit=subreddit,
+    )
+    counts = {
+        "split_time": split_time,
+        "split_time_utc": datetime.fromtimestamp(split_time, tz=timezone.utc).isoformat(timespec="seconds"),
+        "subreddit": subreddit,
+        "queries": len(distinguished),
+        "target_accounts": len(accounts),
+        "trials_per_size": len(distinguished) * len(accounts),
+        "authors_with_history_but_too_few_later_posts": sum(
+            1 for a in history if len(history[a]) >= min_query_posts and len(future[a]) < need
+        ),
+        "authors_with_too_few_later_posts": sum(1 for a in future if len(future[a]) < need),
+    }
+    return linking, counts
+
+
+def _at_most(authors: list[str], cap: int | None, rng: np.random.Generator) -> list[str]:
+    """A seeded random subset of at most `cap` names, kept in name order."""
+    if cap is None or len(authors) <= cap:
+        return authors
+    keep = rng.choice(len(authors), size=cap, replace=False)
+    return [authors[i] for i in sorted(keep)]
+
+
+def staircase(p_fa: np.ndarray, p_miss: np.ndarray) -> tuple[list[float], list[float]]:
+    """The corners of a DET/ROC curve: the ends of each run of equal p_miss (the curve is exact from them)."""
+    n = len(p_miss)
+    keep = np.zeros(n, dtype=bool)
+    keep[0] = keep[-1] = True
+    changes = np.flatnonzero(p_miss[1:] != p_miss[:-1])
+    keep[changes] = True
+    keep[changes + 1] = True
+    return p_fa[keep].tolist(), p_miss[keep].tolist()
+
+
+def evaluate_linking(
+    system: Any,
+    linking: LinkingSet,
+    *,
+    metric: str,
+    main_target_size: int,
+    p_target: float,
+    c_miss: float,
+    c_fa: float,
+    normalized: bool,
+) -> tuple[dict[str, float], list[dict], dict[str, Any]]:
+    """EER and minDCF at the main target size, the curve over all sizes, DET points, one row per (query, size)."""
+    if main_target_size not in linking.targets:
+        raise HarnessError(f"target size {main_target_size} is not among {sorted(linking.targets)}")
+    if not linking.query_authors or len(linking.target_authors) < 2:
+        raise HarnessError(
+            f"the linking evaluation needs distinguished authors and at least 2 target accounts, got "
+            f"{len(linking.query_authors)} and {len(linking.target_authors)}; lower linking_min_query_posts "
+            "or the target sizes"
+        )
+    queries = embed_samples(system, linking.queries)
+    query_authors = np.asarray(linking.query_authors)
+    target_authors = np.asarray(linking.target_authors)
+    labels = query_authors[:, None] == target_authors[None, :]
+    sizes = sorted(linking.targets)
+    eers, dcfs, det = [], [], {}
+    details: list[dict] = []
+    for size in sizes:
+        targets = embed_samples(system, linking.targets[size])
+        scores = similarity(queries, targets, metric=metric).astype(np.float64)
+        eers.append(eer(scores.ravel(), labels.ravel(), variant=EER_VARIANT))
+        dcfs.append(
+            min_dcf(scores.ravel(), labels.ravel(), p_target=p_target, c_miss=c_miss, c_fa=c_fa, normalized=normalized)
+        )
+        _, p_fa, p_miss = det_curve(scores.ravel(), labels.ravel())
+        fa, miss = staircase(p_fa, p_miss)
+        det[str(size)] = {"p_fa": fa, "p_miss": miss}
+        for i, author in enumerate(linking.query_authors):
+            true_score = float(scores[i][labels[i]].max())
+            rank = 1 + int(np.count_nonzero(~labels[i] & (scores[i] >= true_score)))
+            details.append(
+                {
+                    "evaluation": "linking",
+                    "query": author,
+                    "target_size": size,
+                    "true_score": true_score,
+                    "true_rank": rank,
+                    "targets": len(linking.target_authors),
+                }
+            )
+    main = sizes.index(main_target_size)
+    scores_out = {"eer": eers[main], "min_dcf": dcfs[main]}
+    curves = {
+        "main_target_size": main_target_size,
+        "eer_vs_target_size": {"target_sizes": sizes, "eer": eers, "min_dcf": dcfs},
+        "det": det,
+    }
+    return scores_out, details, curves

@@ -1,0 +1,237 @@
+"""`reddit`: account ranking and linking on per-author post streams (Khan et al., NAACL 2021).
+
+Input: a posts file in the forum-posts format (`posts.jsonl[.gz]`: author, subforum = subreddit,
+created, text), e.g. ../shared/data/forum-posts. Each post becomes an action (text, hour of day,
+subreddit index among the N most common training subreddits, or "other"). The split is by author
+and by time (tasks.reddit.split); training streams go to `fit`, and the test split carries the
+ranking set (tasks.reddit.ranking) and the linking set (tasks.reddit.linking).
+
+Scores: MRR, R@4, R@8 (ranking); EER and minDCF (linking, at `linking_target_size`; lower is
+better). Systems say how their embeddings compare through a `metric` attribute ("cosine" or
+"euclidean"; cosine when absent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness.errors import DataError, HarnessError
+from harness.records import ForumPost
+from harness.task import Evaluation, TaskMetadata
+from tasks.forum_posts import find_posts_file, read_forum_posts
+from tasks.reddit.actions import ActionEncoder, subreddit_vocabulary
+from tasks.reddit.embedding import system_metric
+from tasks.reddit.linking import EER_VARIANT, build_linking_set, evaluate_linking
+from tasks.reddit.ranking import build_ranking_set, evaluate_ranking
+from tasks.reddit.records import RedditData, Stream
+from tasks.reddit.split import split_by_author_and_time
+
+logger = logging.getLogger("harness")
+
+CITATION = (
+    "Aleem Khan, Elizabeth Fleming, Noah Schofield, Marcus Bishop, Nicholas Andrews. "
+    "A Deep Metric Learning Approach to Account Linking. NAACL 2021."
+)
+
+
+def group_streams(posts: Sequence[ForumPost], encoder: ActionEncoder) -> tuple[Stream, ...]:
+    """One stream per author (sorted by name), actions oldest first (file order breaks ties in time)."""
+    by_author: dict[str, list[ForumPost]] = defaultdict(list)
+    for post in posts:
+        by_author[post.author].append(post)
+    return tuple(
+        Stream(author, encoder.actions(sorted(by_author[author], key=lambda p: p.created)))
+        for author in sorted(by_author)
+    )
+
+
+class RedditTask:
+    """Account ranking and linking on the reddit-style posts of the forum-posts format.
+
+    Parameters (all JSON values, so `harness run --task-param KEY=VALUE` can set them):
+        num_subreddits: N, the subreddit vocabulary (most common in training); others -> "other".
+        cutoff_quantile: the split time T is this quantile of all post times.
+        test_author_share: share of authors (by a seeded hash of the name) that are test authors.
+        split_seed: seeds the author coin and the random subsets under the caps below.
+        ranking_query_size, ranking_target_size: posts per ranking query and target (paper: 16, 16).
+        linking_split_quantile: T2, between history and target posts, is this quantile of the test posts' times.
+        linking_query_size: a query holds the most recent this-many history posts (paper: 100).
+        linking_min_query_posts: history posts a distinguished author needs at least.
+        linking_target_sizes: target sample sizes of the EER curve (paper: 1, 2, 4, 8, 16).
+        linking_target_size: the size the reported EER and minDCF are measured at (paper: 4).
+        linking_subreddit: restrict linking to this subreddit's posts (None: all subreddits).
+        max_linking_queries, max_linking_targets: caps on distinguished authors and on target
+            accounts (paper: 100 and 5,000); None keeps all.
+        p_target, c_miss, c_fa: minDCF's prior and costs (paper: 0.05, 1, 2).
+        min_dcf_normalized: divide minDCF by the cost of the better trivial system (reject all here).
+            The paper's minDCF values (0.79-0.999) are above 0.05, the most an unnormalised minDCF
+            can be with these costs, so they must be normalised; True keeps them comparable.
+    """
+
+    metadata: ClassVar[TaskMetadata] = TaskMetadata(
+        name="reddit",
+        version="1",
+        kind="linking",
+        description=(
+            "account ranking (MRR, R@4, R@8) and linking (EER, minDCF) on per-author post streams, "
+            "split by author and time (Khan et al. 2021); main score EER, lower is better"
+        ),
+        main_score="eer",
+        measures=("mrr", "recall_at_4", "recall_at_8", "eer", "min_dcf"),
+        splits=("train", "test"),
+        citation=CITATION,
+        extra={"lower_is_better": ["eer", "min_dcf"]},
+    )
+
+    def __init__(
+        self,
+        *,
+        num_subreddits: int = 2048,
+        cutoff_quantile: float = 0.5,
+        test_author_share: float = 0.5,
+        split_seed: int = 0,
+        ranking_query_size: int = 16,
+        ranking_target_size: int = 16,
+        linking_split_quantile: float = 0.5,
+        linking_query_size: int = 64,
+        linking_min_query_posts: int = 32,
+        linking_target_sizes: Sequence[int] = (1, 2, 4, 8, 16),
+        linking_target_size: int = 4,
+        linking_subreddit: str | None = None,
+        max_linking_queries: int | None = None,
+        max_linking_targets: int | None = None,
+        p_target: float = 0.05,
+        c_miss: float = 1.0,
+        c_fa: float = 2.0,
+        min_dcf_normalized: bool = True,
+    ) -> None:
+        if num_subreddits < 1:
+            raise HarnessError(f"num_subreddits must be positive, got {num_subreddits}")
+        for name, value in (("cutoff_quantile", cutoff_quantile), ("test_author_share", test_author_share)):
+            if not 0.0 < value < 1.0:
+                raise HarnessError(f"{name} must lie in (0, 1), got {value}")
+        if not 0.0 < linking_split_quantile < 1.0:
+            raise HarnessError(f"linking_split_quantile must lie in (0, 1), got {linking_split_quantile}")
+        sizes = tuple(int(k) for k in linking_target_sizes)
+        if not sizes or min(sizes) < 1:
+            raise HarnessError(f"linking_target_sizes must be positive integers, got {list(linking_target_sizes)}")
+        if linking_target_size not in sizes:
+            sizes = tuple(sorted({*sizes, linking_target_size}))
+        if min(ranking_query_size, ranking_target_size, linking_query_size) < 1:
+            raise HarnessError("sample sizes must be positive")
+        if not 1 <= linking_min_query_posts <= linking_query_size:
+            raise HarnessError("need 1 <= linking_min_query_posts <= linking_query_size")
+        if not 0.0 < p_target < 1.0 or c_miss <= 0 or c_fa <= 0:
+            raise HarnessError("need 0 < p_target < 1 and positive costs")
+        self.num_subreddits = num_subreddits
+        self.cutoff_quantile = cutoff_quantile
+        self.test_author_share = test_author_share
+        self.split_seed = split_seed
+        self.ranking_query_size = ranking_query_size
+        self.ranking_target_size = ranking_target_size
+        self.linking_split_quantile = linking_split_quantile
+        self.linking_query_size = linking_query_size
+        self.linking_min_query_posts = linking_min_query_posts
+        self.linking_target_sizes = sizes
+        self.linking_target_size = linking_target_size
+        self.linking_subreddit = linking_subreddit
+        self.max_linking_queries = max_linking_queries
+        self.max_linking_targets = max_linking_targets
+        self.p_target = p_target
+        self.c_miss = c_miss
+        self.c_fa = c_fa
+        self.min_dcf_normalized = min_dcf_normalized
+        self._posts_cache: tuple[Path, float, list[ForumPost], str] | None = None
+
+    def _read(self, data_dir: Path) -> tuple[Path, list[ForumPost], str]:
+        """The posts file of a data folder, read once per task object (train and test come from the same file)."""
+        path = find_posts_file(Path(data_dir)).resolve()
+        stamp = path.stat().st_mtime
+        if self._posts_cache is None or self._posts_cache[:2] != (path, stamp):
+            posts, checksum = read_forum_posts(path)
+            self._posts_cache = (path, stamp, posts, checksum)
+        return path, self._posts_cache[2], self._posts_cache[3]
+
+    def load(self, data_dir: Path, split: str) -> RedditData:
+        """The training streams ("train") or the test streams with the ranking and linking sets ("test")."""
+        if split not in self.metadata.splits:
+            raise HarnessError(f"task reddit has splits {self.metadata.splits}, not {split!r}")
+        path, posts, checksum = self._read(data_dir)
+        parts = split_by_author_and_time(
+            posts,
+            cutoff_quantile=self.cutoff_quantile,
+            test_author_share=self.test_author_share,
+            seed=self.split_seed,
+        )
+        if not parts.train or not parts.test:
+            raise DataError(
+                f"the split leaves {len(parts.train)} training and {len(parts.test)} test posts; "
+                "both need some (adjust cutoff_quantile or test_author_share)",
+                path=path,
+            )
+        encoder = ActionEncoder(subreddit_vocabulary(parts.train, self.num_subreddits))
+        counts: dict[str, Any] = {"split": parts.counts}
+        if split == "train":
+            streams = group_streams(parts.train, encoder)
+            return RedditData("train", streams, encoder.subreddits, path, checksum, counts)
+        streams = group_streams(parts.test, encoder)
+        ranking, counts["ranking"] = build_ranking_set(
+            streams, query_size=self.ranking_query_size, target_size=self.ranking_target_size
+        )
+        linking, counts["linking"] = build_linking_set(
+            parts.test,
+            encoder,
+            split_quantile=self.linking_split_quantile,
+            query_size=self.linking_query_size,
+            min_query_posts=self.linking_min_query_posts,
+            target_sizes=self.linking_target_sizes,
+            subreddit=self.linking_subreddit,
+            max_queries=self.max_linking_queries,
+            max_targets=self.max_linking_targets,
+            seed=self.split_seed,
+        )
+        counts["unknown_subreddit_test_posts"] = sum(
+            1 for s in streams for a in s.actions if a.subreddit == encoder.other
+        )
+        logger.info("reddit test split: %s", counts)
+        return RedditData("test", streams, encoder.subreddits, path, checksum, counts, ranking, linking)
+
+    def evaluate(self, system: Any, data: RedditData) -> Evaluation:
+        """Embed the ranking and linking samples with the system and score both evaluations."""
+        if data.ranking is None or data.linking is None:
+            raise HarnessError("evaluate needs the test split (load(data_dir, 'test'))")
+        metric = system_metric(system)
+        ranking_scores, ranking_details = evaluate_ranking(system, data.ranking, metric=metric)
+        linking_scores, linking_details, curves = evaluate_linking(
+            system,
+            data.linking,
+            metric=metric,
+            main_target_size=self.linking_target_size,
+            p_target=self.p_target,
+            c_miss=self.c_miss,
+            c_fa=self.c_fa,
+            normalized=self.min_dcf_normalized,
+        )
+        settings = {
+            "metric": metric,
+            "min_dcf": {
+                "p_target": self.p_target,
+                "c_miss": self.c_miss,
+                "c_fa": self.c_fa,
+                "normalized": self.min_dcf_normalized,
+            },
+            "eer_variant": EER_VARIANT,
+            "linking_target_size": self.linking_target_size,
+            "linking_subreddit": self.linking_subreddit,
+            "counts": data.counts,
+        }
+        return Evaluation(
+            scores={**ranking_scores, **linking_scores},
+            details=ranking_details + linking_details,
+            curves=curves,
+            settings=settings,
+        )

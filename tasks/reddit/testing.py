@@ -1,0 +1,60 @@
+"""Small hand-made inputs for tests of the reddit task and its systems (no real data needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tasks.reddit.records import Action, RedditData, Stream
+
+HOUR = 3600
+DAY = 24 * HOUR
+T0 = 1_600_000_000
+
+
+def post(i: int, author: str, created: int, text: str, subforum: str = "College") -> dict:
+    return {
+        "post_id": f"t1_{i}",
+        "author": author,
+        "market": "campus",
+        "subforum": subforum,
+        "thread_id": f"x{i}",
+        "parent_id": None,
+        "kind": "comment",
+        "created": created,
+        "text": text,
+    }
+
+
+def write_posts(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = sorted(rows, key=lambda r: r["created"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def synthetic_posts(n_authors: int = 24, per_author: int = 40, *, days: int = 100) -> list[dict]:
+    """Authors who each post evenly over `days` days, with words of their own (easy to tell apart)."""
+    rows, i = [], 0
+    subs = ["College", "ApplyingToCollege", "GradSchool"]
+    for a in range(n_authors):
+        author = f"user{a:02d}"
+        for j in range(per_author):
+            created = T0 + int((j + a / n_authors) * days * DAY / per_author) + (a % 24) * HOUR
+            words = " ".join(f"w{a}x{(j + k) % 5}" for k in range(6))
+            rows.append(post(i, author, created, f"{words} common words here", subs[a % 3]))
+            i += 1
+    return rows
+
+
+def synthetic_train_data(n_authors: int = 10, per_author: int = 12, subreddits: int = 3) -> RedditData:
+    """A training split built by hand: distinct words, hours and subreddits per author."""
+    streams = []
+    for a in range(n_authors):
+        actions = tuple(
+            Action(" ".join(f"a{a}w{(j + k) % 7}" for k in range(5)), (3 * a + j) % 24, a % subreddits)
+            for j in range(per_author)
+        )
+        streams.append(Stream(f"user{a:02d}", actions))
+    names = tuple(f"sub{i}" for i in range(subreddits))
+    return RedditData("train", tuple(streams), names, Path("synthetic"), "sha256:synthetic")
