@@ -26,6 +26,10 @@ TASKS: dict[str, Entry] = {
         "tasks.pan_verification:PanClassicTask",
         "PAN 2013-2015 authorship verification (problem folders + truth.txt); main score AUC x c@1",
     ),
+    "darkweb": Entry(
+        "tasks.darkweb:DarkwebTask",
+        "forum author retrieval over post episodes, time split per market, plus migrant linking; main score MRR",
+    ),
     "reddit": Entry(
         "tasks.reddit.task:RedditTask",
         "account ranking (MRR, R@k) and linking (EER, minDCF) on post streams split by author and time; main score EER",
@@ -44,6 +48,22 @@ SYSTEMS: dict[str, Entry] = {
     "tfidf": Entry(
         "systems.baselines.tfidf:WordTfidf",
         "word TF-IDF cosine with the same calibration as cngdist",
+    ),
+    "nbcsauthor": Entry(
+        "systems.nbcsauthor.system:EpisodeAuthor",
+        "SYSML episode encoder (BPE CNN, time, metapath2vec sub-forum, transformer) trained with NBC-Softmax",
+    ),
+    "sysml": Entry(
+        "systems.nbcsauthor.system:SYSML",
+        "SYSML episode encoder trained with softmax (--param loss=cosface|arcface|multi_similarity|contrastive)",
+    ),
+    "episode_cnn": Entry(
+        "systems.nbcsauthor.system:EpisodeCNN",
+        "darkweb baseline: the SYSML CNN with time and sub-forum, mean pooling instead of the transformer",
+    ),
+    "episode_tfidf": Entry(
+        "systems.nbcsauthor.tfidf:EpisodeTfidf",
+        "darkweb baseline: word TF-IDF of an episode's posts, cosine",
     ),
     "varlen_linker": Entry(
         "systems.varlen_linker.system:VarlenLinker",

@@ -1,0 +1,142 @@
+"""Sub-forum vectors from metapath2vec over a market's user/sub-forum/thread/post graph (SYSML).
+
+Nodes: users (U), sub-forums (S), threads (T) and posts (P). Edges: a user started a thread
+(U-T, the thread's opening post), a user wrote a reply (U-P), a reply is in a thread (P-T), a
+thread is in a sub-forum (T-S); each edge goes both ways. SYSML's seven meta-paths, all from user
+to user, are walked with torch_geometric's MetaPath2Vec: UPTSTPU, UTSTPU, UPTSTU, UTSTU, UPTPU,
+UPTU, UTPU. One skip-gram embedding table is shared by all seven: each meta-path has its own
+MetaPath2Vec walker, whose walks are mapped into the shared table's node numbering, and the
+shared table's MetaPath2Vec computes the negative-sampling loss.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from harness.records import ForumPost
+
+logger = logging.getLogger("harness")
+
+USER, SUBFORUM, THREAD, POST = "user", "subforum", "thread", "post"
+_EDGES = {
+    "UP": (USER, "writes", POST),
+    "PU": (POST, "written_by", USER),
+    "PT": (POST, "in", THREAD),
+    "TP": (THREAD, "has", POST),
+    "TS": (THREAD, "in", SUBFORUM),
+    "ST": (SUBFORUM, "has", THREAD),
+    "UT": (USER, "starts", THREAD),
+    "TU": (THREAD, "started_by", USER),
+}
+META_PATHS = ("UPTSTPU", "UTSTPU", "UPTSTU", "UTSTU", "UPTPU", "UPTU", "UTPU")
+
+
+def meta_path_edges(path: str) -> list[tuple[str, str, str]]:
+    """A meta-path in letters ("UPTU") as the edge types MetaPath2Vec walks."""
+    return [_EDGES[a + b] for a, b in zip(path, path[1:], strict=False)]
+
+
+def build_graph(
+    posts: Sequence[ForumPost],
+) -> tuple[dict[tuple[str, str, str], torch.Tensor], dict[str, int], list[str]]:
+    """(edge index per edge type, node count per type, sub-forum names in node order) of one market.
+
+    An opening post ("submission") links its author to the thread (U-T); any other post is a reply
+    node (U-P, P-T). A thread's sub-forum is the one of its first post seen.
+    """
+    index: dict[str, dict[str, int]] = {USER: {}, SUBFORUM: {}, THREAD: {}, POST: {}}
+
+    def node(kind: str, key: str) -> int:
+        return index[kind].setdefault(key, len(index[kind]))
+
+    edges: dict[str, list[tuple[int, int]]] = {name: [] for name in _EDGES}
+    thread_forum: dict[int, int] = {}
+    for post in posts:
+        user, thread = node(USER, post.author), node(THREAD, post.thread_id)
+        if thread not in thread_forum:
+            thread_forum[thread] = node(SUBFORUM, post.subforum)
+            edges["TS"].append((thread, thread_forum[thread]))
+        if post.kind == "submission":
+            edges["UT"].append((user, thread))
+        else:
+            reply = node(POST, post.post_id)
+            edges["UP"].append((user, reply))
+            edges["PT"].append((reply, thread))
+    for forward, backward in (("UP", "PU"), ("PT", "TP"), ("TS", "ST"), ("UT", "TU")):
+        edges[backward] = [(b, a) for a, b in edges[forward]]
+    edge_index = {
+        _EDGES[name]: torch.tensor(pairs, dtype=torch.long).t().reshape(2, -1) for name, pairs in edges.items()
+    }
+    counts = {kind: max(len(nodes), 1) for kind, nodes in index.items()}  # MetaPath2Vec needs >= 1 node a type
+    forums = sorted(index[SUBFORUM], key=index[SUBFORUM].__getitem__)
+    return edge_index, counts, forums
+
+
+def subforum_vectors(
+    posts: Sequence[ForumPost],
+    *,
+    dim: int,
+    epochs: int = 1,
+    walks_per_node: int = 5,
+    context_size: int = 5,
+    negatives: int = 5,
+    batch_size: int = 128,
+    lr: float = 0.01,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """{sub-forum: vector} learnt by metapath2vec over the seven meta-paths (empty without posts)."""
+    from torch_geometric.nn import MetaPath2Vec
+
+    if not posts:
+        return {}
+    edge_index, counts, forums = build_graph(posts)
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+
+        def walker(path: str) -> MetaPath2Vec:
+            edges = meta_path_edges(path)
+            walk_length = 2 * len(edges)  # twice round the meta-path, user to user
+            return MetaPath2Vec(
+                edge_index,
+                embedding_dim=dim,
+                metapath=edges,
+                walk_length=walk_length,
+                context_size=min(context_size, walk_length + 1),
+                walks_per_node=walks_per_node,
+                num_negative_samples=negatives,
+                num_nodes_dict=counts,
+                sparse=False,  # dense Adam is far faster here: sparse gradients of 100k+ rows coalesce slowly
+            )
+
+        shared = walker(META_PATHS[0])  # UPTSTPU visits all four node types: its table numbers every node
+        walkers = [(walker(path), path) for path in META_PATHS]
+        optimizer = torch.optim.Adam(shared.parameters(), lr=lr)
+        for epoch in range(epochs):
+            total, steps = 0.0, 0
+            for model, _path in walkers:
+                remap = _to_shared_numbering(model, shared)
+                for positive, negative in model.loader(batch_size=batch_size, shuffle=True):
+                    optimizer.zero_grad()
+                    loss = shared.loss(remap[positive], remap[negative])
+                    loss.backward()
+                    optimizer.step()
+                    total, steps = total + loss.item(), steps + 1
+            logger.debug("metapath2vec epoch %d: loss %.4f", epoch + 1, total / max(steps, 1))
+        table = shared(SUBFORUM).detach().cpu().numpy()
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return {forum: table[i].astype(np.float32) for i, forum in enumerate(forums)}
+
+
+def _to_shared_numbering(model: torch.nn.Module, shared: torch.nn.Module) -> torch.Tensor:
+    """Node numbers of one walker's table (its types only, plus a dummy) -> the shared table's."""
+    remap = torch.full((model.dummy_idx + 1,), shared.dummy_idx, dtype=torch.long)
+    for kind, start in model.start.items():
+        size = model.end[kind] - start
+        remap[start : start + size] = torch.arange(shared.start[kind], shared.start[kind] + size)
+    return remap

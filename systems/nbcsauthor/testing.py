@@ -1,0 +1,91 @@
+"""Small synthetic darkweb splits for tests (and the DDP test's worker): no files, no downloads.
+
+Each author writes in a vocabulary of their own, on one weekday, in a few threads of their market's
+sub-forums; persons listed in `migrants` have accounts in two markets and keep their vocabulary.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from harness.records import ForumPost
+from tasks.darkweb.records import DarkwebData, Episode, EpisodePost
+
+MARKETS = ("alpha", "beta")
+FORUMS = {"alpha": ("drugs", "talk"), "beta": ("market", "offtopic")}
+
+
+def synthetic_split(
+    split: str,
+    *,
+    authors_per_market: int = 6,
+    episodes_per_author: int = 3,
+    length: int = 3,
+    migrants: int = 2,
+    multitask: bool = False,
+    seed: int = 0,
+) -> DarkwebData:
+    """A DarkwebData split over two markets; the first `migrants` persons post in both."""
+    rng = random.Random(f"{seed}-{split}")
+    episodes: list[Episode] = []
+    posts: list[ForumPost] = []
+    clock = 1_400_000_000 + (0 if split == "train" else 10_000_000)
+    for market in MARKETS:
+        for a in range(authors_per_market):
+            person = f"p{a}" if a < migrants else f"p{a}-{market}"
+            words = [f"w{a}x{k}" for k in range(6)] + ["the", "and", "[LINK]"]
+            day = a % 7
+            for e in range(episodes_per_author):
+                run = []
+                for j in range(length):
+                    forum = FORUMS[market][(a + j) % 2]
+                    thread = f"{market}-t{(a + e) % 4}"
+                    text = " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
+                    clock += 3_600
+                    post_id = f"{split}-{market}-{a}-{e}-{j}"
+                    posts.append(
+                        ForumPost(
+                            post_id,
+                            person,
+                            market,
+                            forum,
+                            thread,
+                            None,
+                            "submission" if j == 0 else "comment",
+                            clock,
+                            text,
+                        )
+                    )
+                    run.append(EpisodePost(text, day, forum))
+                episodes.append(Episode(f"{market}/{split}/{person}/{e}", person, market, tuple(run), person, clock))
+    cross = frozenset(f"p{a}" for a in range(migrants)) if multitask and split == "train" else frozenset()
+    return DarkwebData(
+        split=split,
+        episodes=tuple(episodes),
+        markets=MARKETS,
+        posts=tuple(posts),
+        multitask=multitask,
+        cross_persons=cross,
+        source=Path("synthetic"),
+        checksum=f"synthetic-{split}-{seed}",
+    )
+
+
+TINY_PARAMS = {
+    "vocab_size": 300,
+    "max_tokens": 16,
+    "token_dim": 8,
+    "filters": 4,
+    "text_dim": 8,
+    "time_dim": 4,
+    "context_dim": 4,
+    "output_dim": 8,
+    "layers": 1,
+    "heads": 2,
+    "ff_dim": 16,
+    "graph_walks": 1,
+    "epochs": 2,
+    "batch_size": 8,
+    "device": "cpu",
+}

@@ -1,0 +1,50 @@
+"""Records of the darkweb task: an episode of L consecutive posts by one author in one market."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from harness.records import ForumPost
+
+
+class EpisodePost(NamedTuple):
+    """One post of an episode: SYSML's triple (pre-processed text, day of week, sub-forum)."""
+
+    text: str
+    weekday: int  # 0 = Monday ... 6 = Sunday (UTC)
+    subforum: str
+
+
+class Episode(NamedTuple):
+    """L consecutive posts of one author in one market, oldest first.
+
+    `author` is the account (the label within a market); `person` is who is behind it across
+    markets (the username in the forum-posts data, a matched identity in SYSML's layout): what
+    migrant linking retrieves.
+    """
+
+    id: str
+    author: str
+    market: str
+    posts: tuple[EpisodePost, ...]
+    person: str
+    start: int = 0  # Unix seconds of the first post (0 where unknown): episodes sort by it
+
+
+class DarkwebData(NamedTuple):
+    """One split of the darkweb task, as a system and the evaluator see it.
+
+    `posts` are the split's raw posts of the task's markets (what the user/sub-forum/thread/post
+    graph is built from; empty where the source has no thread structure). `cross_persons` are the
+    persons that get a CROSS label in multitask training (empty unless the task is multitask).
+    """
+
+    split: str
+    episodes: tuple[Episode, ...]
+    markets: tuple[str, ...]
+    posts: tuple[ForumPost, ...]
+    multitask: bool
+    cross_persons: frozenset[str]
+    source: Path
+    checksum: str

@@ -1,0 +1,292 @@
+"""Task `darkweb`: author retrieval within forum markets and migrant linking across them.
+
+Input is either the forum-posts jsonl (`posts.jsonl[.gz]`, as in ../shared/data/forum-posts) or the
+layout SYSML released its darkweb data in (see tasks.darkweb.sysml_layout). From the jsonl the task
+does the paper's protocol itself (tasks.darkweb.preprocess, tasks.darkweb.episodes); SYSML's layout
+comes pre-processed, split and cut into episodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from harness.errors import DataError, HarnessError
+from harness.files import sha256_files
+from harness.records import ForumPost
+from harness.retrieval import METRICS
+from harness.task import Evaluation, TaskMetadata
+from tasks.darkweb.episodes import EPISODE_LENGTHS, build_episodes, time_split
+from tasks.darkweb.evaluation import evaluate_embeddings
+from tasks.darkweb.preprocess import clean_post
+from tasks.darkweb.records import DarkwebData, Episode
+from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
+from tasks.forum_posts import find_posts_file, read_forum_posts
+
+logger = logging.getLogger("harness")
+
+SPLITS = ("train", "test")
+
+
+class DarkwebTask:
+    """Author fingerprinting on forum markets (SYSML / NBC-Softmax protocol) with migrant linking.
+
+    Parameters:
+        market: one market's name (single-market task), or None for all markets.
+        episode_length: posts per episode (the papers: 1, 3 or 5).
+        min_posts: posts an author needs in a market's split to be kept (jsonl input only).
+        query_sample: evaluate a seeded sample of this many queries (None: all); migrant pairs are
+            capped at the same number each.
+        query_seed: seed of that sample (fixed by default, so systems and seeds see the same queries).
+        multitask: train with SYSML's multitask set-up: the training split names the persons active
+            in several markets, which get a CROSS label (needs market=None).
+        cross_share: share of the persons (chosen by a hash of the name) that may get a CROSS label;
+            migrant scores on the others are reported as `migrant_heldout/...`.
+        author_share: keep only the persons whose name hash falls in this share (1.0: all), in
+            both splits: a smaller benchmark with the same protocol, and the same persons whatever
+            the market selection, so single-market and multitask runs rank the same pools.
+        max_authors: then keep at most this many persons (the first by name hash), for quick runs.
+        metric: similarity for ranking, "cosine" (SYSML's default) or "euclidean".
+    """
+
+    metadata: ClassVar[TaskMetadata] = TaskMetadata(
+        name="darkweb",
+        version="1",
+        kind="retrieval",
+        description=(
+            "Forum author retrieval over episodes of consecutive posts (text, day of week, sub-forum), "
+            "time split per market; MRR and R@k within each market and for migrants across markets"
+        ),
+        main_score="mrr",
+        measures=("mrr", "recall_at_1", "recall_at_2", "recall_at_5", "recall_at_10"),
+        citation=(
+            "Maneriker, He, Parthasarathy. SYSML: StYlometry with Structure and Multitask Learning. EMNLP 2021. "
+            "Kulatilleke, Chandra, Portmann. NBC-Softmax: Darkweb Author Fingerprinting and Migration Tracking. 2022."
+        ),
+    )
+
+    def __init__(
+        self,
+        market: str | None = None,
+        episode_length: int = 5,
+        min_posts: int = 10,
+        query_sample: int | None = None,
+        query_seed: int = 0,
+        multitask: bool = False,
+        cross_share: float = 0.5,
+        author_share: float = 1.0,
+        max_authors: int | None = None,
+        metric: str = "cosine",
+    ) -> None:
+        if episode_length not in EPISODE_LENGTHS:
+            raise HarnessError(f"episode_length must be one of {EPISODE_LENGTHS}, got {episode_length!r}")
+        if min_posts < 2 * episode_length:
+            raise HarnessError(f"min_posts must allow two episodes (>= {2 * episode_length}), got {min_posts!r}")
+        if query_sample is not None and query_sample < 1:
+            raise HarnessError(f"query_sample must be positive or None, got {query_sample!r}")
+        if max_authors is not None and max_authors < 2:
+            raise HarnessError(f"max_authors must be at least 2 or None, got {max_authors!r}")
+        if multitask and market is not None:
+            raise HarnessError("multitask training needs all markets (market=None)")
+        if not 0.0 <= cross_share <= 1.0:
+            raise HarnessError(f"cross_share must lie in [0, 1], got {cross_share!r}")
+        if not 0.0 < author_share <= 1.0:
+            raise HarnessError(f"author_share must lie in (0, 1], got {author_share!r}")
+        if metric not in METRICS:
+            raise HarnessError(f"metric must be one of {METRICS}, got {metric!r}")
+        self.market = market
+        self.episode_length = int(episode_length)
+        self.min_posts = int(min_posts)
+        self.query_sample = query_sample
+        self.query_seed = int(query_seed)
+        self.multitask = bool(multitask)
+        self.cross_share = float(cross_share)
+        self.author_share = float(author_share)
+        self.max_authors = max_authors
+        self.metric = metric
+        self._loaded: dict[Path, dict[str, DarkwebData]] = {}
+
+    # -- the EmbeddingTask protocol ----------------------------------------------------------------
+
+    def load(self, data_dir: Path, split: str) -> DarkwebData:
+        """One split; both splits are built together (and kept) on the first call."""
+        if split not in SPLITS:
+            raise HarnessError(f"split must be one of {SPLITS}, not {split!r}")
+        data_dir = Path(data_dir).resolve()
+        if data_dir not in self._loaded:
+            self._loaded[data_dir] = self._build(data_dir)
+        return self._loaded[data_dir][split]
+
+    def evaluate(self, system: Any, data: DarkwebData) -> Evaluation:
+        """Embed every episode of the split, then rank within markets and across them (see evaluation)."""
+        embeddings = np.asarray(system.embed(data.episodes))
+        return evaluate_embeddings(
+            embeddings,
+            data.episodes,
+            metric=self.metric,
+            query_sample=self.query_sample,
+            query_seed=self.query_seed,
+            heldout=lambda person: not self.may_cross(person),
+        )
+
+    # -- building the splits -----------------------------------------------------------------------
+
+    def may_cross(self, person: str) -> bool:
+        """Whether a person falls in the `cross_share` that may get a CROSS label (a fixed hash rule)."""
+        return _unit_hash("cross:" + person) < self.cross_share  # salted: independent of author_share
+
+    def _build(self, data_dir: Path) -> dict[str, DarkwebData]:
+        if is_sysml_layout(data_dir):
+            episodes, posts, checksums = self._from_sysml_layout(data_dir)
+        else:
+            episodes, posts, checksums = self._from_posts(data_dir)
+        keep = self._kept_persons(episodes["train"] + episodes["test"])
+        person_of = {(e.market, e.author): e.person for split in SPLITS for e in episodes[split]}
+        result = {}
+        for split in SPLITS:
+            split_episodes = [e for e in episodes[split] if keep is None or e.person in keep]
+            split_posts = [
+                p for p in posts[split] if keep is None or person_of.get((p.market, p.author), p.author) in keep
+            ]
+            markets = tuple(sorted({e.market for e in split_episodes}))
+            if not split_episodes:
+                raise DataError(
+                    f"no {split} episodes (market={self.market!r}, min_posts={self.min_posts})", path=data_dir
+                )
+            result[split] = DarkwebData(
+                split=split,
+                episodes=tuple(split_episodes),
+                markets=markets,
+                posts=tuple(split_posts),
+                multitask=self.multitask,
+                cross_persons=self._cross_persons(split_episodes)
+                if self.multitask and split == "train"
+                else frozenset(),
+                source=data_dir,
+                checksum=checksums[split],
+            )
+            logger.info(
+                "darkweb %s: %d episodes of %d authors in %s",
+                split,
+                len(split_episodes),
+                len({(e.market, e.author) for e in split_episodes}),
+                ", ".join(markets),
+            )
+        return result
+
+    def _from_posts(
+        self, data_dir: Path
+    ) -> tuple[dict[str, list[Episode]], dict[str, list[ForumPost]], dict[str, str]]:
+        path = find_posts_file(data_dir)
+        protocol = _posts_protocol(path, self.episode_length, self.min_posts)
+        if self.market is not None and self.market not in protocol.markets:
+            raise HarnessError(f"market {self.market!r} not in {path}; it has {', '.join(protocol.markets)}")
+        markets = protocol.markets if self.market is None else (self.market,)
+        episodes: dict[str, list[Episode]] = defaultdict(list)
+        split_posts: dict[str, list[ForumPost]] = defaultdict(list)
+        for market in markets:
+            for split in SPLITS:
+                episodes[split] += protocol.episodes[market][split]
+                split_posts[split] += protocol.posts[market][split]
+        return episodes, split_posts, {split: protocol.checksum for split in SPLITS}
+
+    def _from_sysml_layout(
+        self, data_dir: Path
+    ) -> tuple[dict[str, list[Episode]], dict[str, list[ForumPost]], dict[str, str]]:
+        matches_path = data_dir / MATCHES_NAME
+        persons = read_matches(matches_path) if matches_path.is_file() else {}
+        episodes: dict[str, list[Episode]] = defaultdict(list)
+        posts: dict[str, list[ForumPost]] = defaultdict(list)
+        checksums = {}
+        found = []
+        for split in SPLITS:
+            files = [matches_path] if matches_path.is_file() else []
+            for market_dir in market_dirs(data_dir):
+                part = read_market_split(market_dir, split, self.episode_length)
+                found.append(part.market)
+                if self.market is not None and part.market != self.market:
+                    continue
+                files += part.files
+                episodes[split] += [
+                    e._replace(person=persons.get((e.market, e.author), e.person)) for e in part.episodes
+                ]
+                posts[split] += part.posts
+            checksums[split] = sha256_files(files, root=data_dir)
+        if self.market is not None and self.market not in found:
+            raise HarnessError(f"market {self.market!r} not in {data_dir}; it has {', '.join(sorted(set(found)))}")
+        return episodes, posts, checksums
+
+    def _kept_persons(self, episodes: list[Episode]) -> set[str] | None:
+        """The persons `author_share` and `max_authors` keep (None: everyone), chosen by name hash."""
+        if self.max_authors is None and self.author_share >= 1.0:
+            return None
+        persons = sorted({e.person for e in episodes if _unit_hash(e.person) < self.author_share})
+        persons.sort(key=lambda p: (_unit_hash(p), p))
+        return set(persons[: self.max_authors])
+
+    def _cross_persons(self, train_episodes: list[Episode]) -> frozenset[str]:
+        markets_of: dict[str, set[str]] = defaultdict(set)
+        for episode in train_episodes:
+            markets_of[episode.person].add(episode.market)
+        return frozenset(p for p, ms in markets_of.items() if len(ms) > 1 and self.may_cross(p))
+
+
+def _unit_hash(name: str) -> float:
+    """A name's fixed pseudo-random number in [0, 1): the same on every machine and run."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big") / 2**64
+
+
+class _Protocol(NamedTuple):
+    """A posts file after the paper's protocol: per market and split, its posts and episodes."""
+
+    checksum: str
+    markets: tuple[str, ...]
+    posts: dict[str, dict[str, list[ForumPost]]]
+    episodes: dict[str, dict[str, list[Episode]]]
+
+
+def _posts_protocol(path: Path, episode_length: int, min_posts: int) -> _Protocol:
+    """Time split and episodes of every market, kept per process like the posts themselves."""
+    stat = Path(path).stat()
+    return _protocol(Path(path).resolve(), stat.st_size, stat.st_mtime_ns, episode_length, min_posts)
+
+
+@lru_cache(maxsize=4)
+def _protocol(path: Path, size: int, mtime_ns: int, episode_length: int, min_posts: int) -> _Protocol:
+    posts, checksum, cleaned = _read_and_clean(path, size, mtime_ns)
+    by_market = time_split(posts)
+    episodes = {
+        market: {
+            split: build_episodes(
+                splits[split],
+                split=split,
+                length=episode_length,
+                min_posts=min_posts,
+                text_of=lambda post: cleaned[post.post_id],
+            )
+            for split in SPLITS
+        }
+        for market, splits in by_market.items()
+    }
+    return _Protocol(checksum, tuple(sorted(by_market)), by_market, episodes)
+
+
+def _posts_with_texts(path: Path) -> tuple[list[ForumPost], str, dict[str, str]]:
+    """The posts of a file, its checksum and each post's pre-processed text (by post id).
+
+    Kept per process, keyed by the file's size and time stamp: a benchmark builds many tasks on one file.
+    """
+    stat = Path(path).stat()
+    return _read_and_clean(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=2)
+def _read_and_clean(path: Path, size: int, mtime_ns: int) -> tuple[list[ForumPost], str, dict[str, str]]:
+    posts, checksum = read_forum_posts(path)
+    return posts, checksum, {p.post_id: clean_post(p.text) for p in posts}
