@@ -187,7 +187,7 @@ def test_cngdist_scores_near_duplicates_above_unrelated_texts() -> None:
 def test_word_tfidf_keeps_short_words_and_punctuation() -> None:
     system = WordTfidf(grid_step=0.1)
     system.fit(TRAIN, seed=0)
-    assert {"a", ";", "!", "?"} & set(system._vocabulary)
+    assert {"a", ";", "!", "?"} & set(system._tfidf.vocabulary)
 
 
 def test_compressor_cross_entropy_is_lower_given_itself_than_given_unrelated_text() -> None:

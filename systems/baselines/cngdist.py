@@ -21,6 +21,7 @@ from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
+from harness.tfidf import TfidfModel
 
 _System = TypeVar("_System", bound="TfidfCosineSystem")
 
@@ -54,8 +55,7 @@ class TfidfCosineSystem:
         self.sublinear_tf = sublinear_tf
         self.grid_step = grid_step
         self.objective = objective
-        self._vocabulary: list[str] | None = None
-        self._idf: np.ndarray | None = None
+        self._tfidf: TfidfModel | None = None
         self._band: AbstainBand | None = None
         self._seed: int | None = None
 
@@ -76,17 +76,11 @@ class TfidfCosineSystem:
 
     def fit(self, train: VerificationData, *, seed: int) -> None:
         """Learn the vocabulary and idf from all training texts, then the band from their similarities."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
         labels = training_labels(train)
         texts = [text for problem in train.problems for text in problem.texts]
-        vectorizer = TfidfVectorizer(
-            **self._analyzer_options(), max_features=self.max_features, sublinear_tf=self.sublinear_tf
+        self._tfidf = TfidfModel.fit(
+            texts, analyzer=self._analyzer_options(), max_features=self.max_features, sublinear_tf=self.sublinear_tf
         )
-        vectorizer.fit(texts)
-        vocabulary = sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.__getitem__)
-        self._vocabulary = vocabulary
-        self._idf = np.asarray(vectorizer.idf_, dtype=np.float64)
         self._band = None
         self._seed = seed  # recorded only: nothing here is random
         similarities = self._similarities(train.problems)
@@ -105,8 +99,9 @@ class TfidfCosineSystem:
     def save(self, directory: Path) -> None:
         """Vocabulary, band and seed in config.json; idf in weights.safetensors."""
         band = self.band
-        state = {"vocabulary": self._vocabulary, "band": [band.p1, band.p2], "seed": self._seed}
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays={"idf": self._idf})
+        state, arrays = self._tfidf.state()
+        state |= {"band": [band.p1, band.p2], "seed": self._seed}
+        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
     def load(cls: type[_System], directory: Path) -> _System:
@@ -114,20 +109,18 @@ class TfidfCosineSystem:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         try:
             system = cls(**params)
-            vocabulary = list(state["vocabulary"])
             p1, p2 = state["band"]
-            idf = np.asarray(arrays["idf"], dtype=np.float64)
         except (KeyError, TypeError, ValueError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        if idf.shape != (len(vocabulary),):
-            raise HarnessError(f"{directory}: idf has shape {idf.shape} for a vocabulary of {len(vocabulary)}")
-        system._vocabulary, system._idf = vocabulary, idf
+        system._tfidf = TfidfModel.from_state(
+            state, arrays, analyzer=system._analyzer_options(), sublinear_tf=system.sublinear_tf, where=directory
+        )
         system._band = AbstainBand(float(p1), float(p2))
         system._seed = state.get("seed")
         return system
 
     def _check_vectorizer(self) -> None:
-        if self._vocabulary is None or self._idf is None:
+        if self._tfidf is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
 
     def _check_fitted(self) -> None:
@@ -135,32 +128,20 @@ class TfidfCosineSystem:
         if self._band is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
 
-    def _weigh(self, counts: sparse.csr_matrix) -> sparse.csr_matrix:
-        """Term counts -> L2-normalised TF-IDF rows, as TfidfVectorizer.transform computes them."""
-        from sklearn.preprocessing import normalize
-
-        weights = counts.astype(np.float64)
-        if self.sublinear_tf:
-            weights.data = np.log(weights.data) + 1.0
-        return normalize(weights @ sparse.diags(self._idf), norm="l2")
-
     def _similarities(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
-        from sklearn.feature_extraction.text import CountVectorizer
-
         self._check_vectorizer()
-        # a vectoriser with a fixed vocabulary needs no fitting, so a loaded checkpoint counts the same
-        counter = CountVectorizer(**self._analyzer_options(), vocabulary=self._vocabulary, dtype=np.float64)
+        tfidf = self._tfidf
         known_rows, unknown_rows = [], []
         for problem in pbar(problems, desc=f"{self.name}: vectorising", unit="problem"):
             if len(problem.texts) < 2:
                 raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
-            counts = counter.transform(problem.texts)
+            counts = tfidf.counts(problem.texts)
             known_rows.append(sparse.csr_matrix(counts[:-1].sum(axis=0)))
             unknown_rows.append(counts[-1])
         if not problems:
             return np.zeros(0)
-        known = self._weigh(sparse.vstack(known_rows, format="csr"))
-        unknown = self._weigh(sparse.vstack(unknown_rows, format="csr"))
+        known = tfidf.weigh(sparse.vstack(known_rows, format="csr"))
+        unknown = tfidf.weigh(sparse.vstack(unknown_rows, format="csr"))
         # rows are unit length (or empty), so the cosine is their dot product; empty text -> 0
         similarities = np.asarray(known.multiply(unknown).sum(axis=1)).ravel()
         return np.clip(similarities, 0.0, 1.0)

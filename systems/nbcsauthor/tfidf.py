@@ -15,6 +15,7 @@ import numpy as np
 from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.system import constructor_params
+from harness.tfidf import TfidfModel
 from tasks.darkweb.records import DarkwebData, Episode
 
 # words of any length and each punctuation mark: both carry style (as systems.baselines.tfidf)
@@ -45,62 +46,40 @@ class EpisodeTfidf:
         self.min_df = int(min_df)
         self.sublinear_tf = bool(sublinear_tf)
         self.lowercase = bool(lowercase)
-        self._vocabulary: list[str] | None = None
-        self._idf: np.ndarray | None = None
+        self._tfidf: TfidfModel | None = None
 
     def params(self) -> dict[str, Any]:
         return constructor_params(self)
 
     def fit(self, train: DarkwebData, *, seed: int) -> None:
         """Vocabulary and idf of the training episodes (the seed changes nothing)."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
-        vectorizer = TfidfVectorizer(
-            **self._analyzer(),
+        self._tfidf = TfidfModel.fit(
+            _texts(train.episodes),
+            analyzer=self._analyzer(),
             max_features=self.max_features,
             min_df=min(self.min_df, len(train.episodes)),
             sublinear_tf=self.sublinear_tf,
         )
-        vectorizer.fit(_texts(train.episodes))
-        vocabulary = vectorizer.vocabulary_
-        self._vocabulary = sorted(vocabulary, key=vocabulary.__getitem__)
-        self._idf = np.asarray(vectorizer.idf_, dtype=np.float64)
 
     def embed(self, samples: Sequence[Episode]) -> np.ndarray:
         """L2-normalised TF-IDF rows (n x vocabulary, float32)."""
-        from scipy import sparse
-        from sklearn.feature_extraction.text import CountVectorizer
-        from sklearn.preprocessing import normalize
-
-        if self._vocabulary is None or self._idf is None:
+        if self._tfidf is None:
             raise HarnessError(f"{self.name}: embed() before fit() or load()")
-        counts = CountVectorizer(**self._analyzer(), vocabulary=self._vocabulary, dtype=np.float64).transform(
-            _texts(samples)
-        )
-        if self.sublinear_tf:
-            counts.data = 1.0 + np.log(counts.data)
-        rows = normalize(counts @ sparse.diags(self._idf), norm="l2")
-        return rows.astype(np.float32).toarray()
+        return self._tfidf.transform(_texts(samples))
 
     def save(self, directory: Path) -> None:
-        if self._vocabulary is None or self._idf is None:
+        if self._tfidf is None:
             raise HarnessError(f"{self.name}: nothing to save before fit()")
-        save_checkpoint(
-            directory,
-            system=self.name,
-            params=self.params(),
-            state={"vocabulary": self._vocabulary},
-            arrays={"idf": self._idf},
-        )
+        state, arrays = self._tfidf.state()
+        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
     def load(cls, directory: Path) -> EpisodeTfidf:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         system = cls(**params)
-        system._vocabulary = list(state["vocabulary"])
-        system._idf = np.asarray(arrays["idf"], dtype=np.float64)
-        if system._idf.shape != (len(system._vocabulary),):
-            raise HarnessError(f"{directory}: idf does not match the vocabulary")
+        system._tfidf = TfidfModel.from_state(
+            state, arrays, analyzer=system._analyzer(), sublinear_tf=system.sublinear_tf, where=directory
+        )
         return system
 
     def _analyzer(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import numpy as np
 from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.system import constructor_params
+from harness.tfidf import TfidfModel
 from tasks.reddit.records import Action, RedditData
 
 # words of any length and each punctuation mark (the same terms as systems.baselines.tfidf)
@@ -46,8 +47,7 @@ class RedditTfidf:
         self.min_df = min_df
         self.sublinear_tf = sublinear_tf
         self.lowercase = lowercase
-        self._vocabulary: list[str] | None = None
-        self._idf: np.ndarray | None = None
+        self._tfidf: TfidfModel | None = None
 
     def params(self) -> dict[str, Any]:
         return constructor_params(self)
@@ -57,55 +57,36 @@ class RedditTfidf:
 
     def fit(self, train: RedditData, *, seed: int) -> None:
         """Vocabulary and idf from the training posts (nothing random: the seed is unused)."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
         texts = [a.text for s in train.streams for a in s.actions]
         min_df = self.min_df if len(texts) >= 2 * self.min_df else 1  # a tiny corpus keeps every term
-        vectorizer = TfidfVectorizer(
-            **self._analyzer(), max_features=self.max_features, min_df=min_df, sublinear_tf=self.sublinear_tf
-        )
         try:
-            vectorizer.fit(texts)
-        except ValueError as error:  # an empty vocabulary: no training text has a term
-            raise HarnessError(f"{self.name}: cannot fit on the training texts ({error})") from error
-        self._vocabulary = sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.__getitem__)
-        self._idf = np.asarray(vectorizer.idf_, dtype=np.float64)
+            self._tfidf = TfidfModel.fit(
+                texts, analyzer=self._analyzer(), max_features=self.max_features, min_df=min_df,
+                sublinear_tf=self.sublinear_tf,
+            )  # fmt: skip
+        except HarnessError as error:
+            raise HarnessError(f"{self.name}: {error}") from error
 
     def embed(self, samples: Sequence[Sequence[Action]]) -> np.ndarray:
         """Dense L2-normalised TF-IDF rows; a sample without known terms is a zero row (cosine 0 to all)."""
-        from sklearn.feature_extraction.text import CountVectorizer
-        from sklearn.preprocessing import normalize
-
-        if self._vocabulary is None or self._idf is None:
+        if self._tfidf is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() first")
-        counter = CountVectorizer(**self._analyzer(), vocabulary=self._vocabulary, dtype=np.float64)
-        counts = counter.transform(["\n".join(a.text for a in sample) for sample in samples])
-        if self.sublinear_tf:
-            counts.data = np.log(counts.data) + 1.0
-        weighted = normalize(counts.multiply(self._idf[None, :]).tocsr(), norm="l2")
-        return weighted.toarray().astype(np.float32)
+        return self._tfidf.transform(["\n".join(a.text for a in sample) for sample in samples])
 
     def save(self, directory: Path) -> None:
-        if self._vocabulary is None or self._idf is None:
+        if self._tfidf is None:
             raise HarnessError(f"{self.name}: not fitted; nothing to save")
-        save_checkpoint(
-            directory,
-            system=self.name,
-            params=self.params(),
-            state={"vocabulary": self._vocabulary},
-            arrays={"idf": self._idf},
-        )
+        state, arrays = self._tfidf.state()
+        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
     def load(cls, directory: Path) -> RedditTfidf:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         try:
             system = cls(**params)
-            vocabulary = list(state["vocabulary"])
-            idf = np.asarray(arrays["idf"], dtype=np.float64)
-        except (KeyError, TypeError, ValueError) as error:
+        except (TypeError, ValueError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        if idf.shape != (len(vocabulary),):
-            raise HarnessError(f"{directory}: idf has shape {idf.shape} for a vocabulary of {len(vocabulary)}")
-        system._vocabulary, system._idf = vocabulary, idf
+        system._tfidf = TfidfModel.from_state(
+            state, arrays, analyzer=system._analyzer(), sublinear_tf=system.sublinear_tf, where=directory
+        )
         return system
