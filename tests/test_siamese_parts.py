@@ -1,0 +1,193 @@
+"""siamese_bilstm parts: batch sampler, modified contrastive loss, routing, authors and validation split."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.records import VerificationData, VerificationProblem, VerificationTruth
+from systems.siamese_bilstm.data import author_pool, collect_corpus, split_validation
+from systems.siamese_bilstm.routing import ENSEMBLE, GENERAL, PAN23_GROUPS, check_groups, route
+from systems.siamese_bilstm.sampler import AuthorBatchSampler, eligible_authors
+
+# -- sampler -----------------------------------------------------------------------------------------
+
+
+def _pool(rng: np.random.Generator, authors: int) -> list[list[np.ndarray]]:
+    """Authors with 1-4 texts of 1-6 chunks; every chunk row is unique, so rows identify author and text."""
+    pool, row = [], 0
+    for _ in range(authors):
+        texts = []
+        for _ in range(int(rng.integers(1, 5))):
+            n = int(rng.integers(1, 7))
+            texts.append(np.arange(row, row + n))
+            row += n
+        pool.append(texts)
+    return pool
+
+
+@pytest.mark.parametrize(("authors", "batch_size"), [(40, 32), (10, 32), (33, 8), (3, 2)])
+def test_sampler_never_repeats_an_author_and_pairs_different_texts(authors, batch_size):
+    pool = _pool(np.random.default_rng(authors), authors)
+    owner = {int(r): (a, t) for a, texts in enumerate(pool) for t, rows in enumerate(texts) for r in rows}
+    eligible = eligible_authors(pool)
+    sampler = AuthorBatchSampler(pool, batch_size, seed=1)
+    seen = []
+    for batch in sampler.batches(200):
+        assert len(batch.authors) == min(batch_size, len(eligible))
+        assert len(set(batch.authors.tolist())) == len(batch.authors)  # no author twice: no false negatives
+        for author, (t0, t1), (r0, r1) in zip(batch.authors, batch.texts, batch.rows, strict=True):
+            assert t0 != t1
+            assert owner[int(r0)] == (author, t0) and owner[int(r1)] == (author, t1)
+        seen.extend(batch.authors.tolist())
+    assert set(seen) == set(eligible)  # single-text authors never, everybody else
+    counts = np.bincount(seen, minlength=authors)[eligible]
+    assert counts.max() - counts.min() <= 2  # sweeps: every author about equally often
+
+
+def test_sampler_needs_two_eligible_authors():
+    with pytest.raises(ValueError):
+        AuthorBatchSampler([[np.arange(3), np.arange(3, 5)], [np.arange(5, 9)]], 4, seed=0)
+    with pytest.raises(ValueError):
+        AuthorBatchSampler([[np.arange(2), np.arange(2, 4)]] * 3, 1, seed=0)
+
+
+def test_sampler_is_reproducible():
+    pool = _pool(np.random.default_rng(0), 20)
+    a = [b.rows.tolist() for b in AuthorBatchSampler(pool, 8, seed=5).batches(10)]
+    b = [b.rows.tolist() for b in AuthorBatchSampler(pool, 8, seed=5).batches(10)]
+    assert a == b
+
+
+# -- loss ----------------------------------------------------------------------------------------------
+
+
+def _loop_loss(anchors: np.ndarray, positives: np.ndarray, m_p: float, m_n: float) -> float:
+    """The paper's loss written out pair by pair: every (anchor i, positive j), Y = 1 iff i == j."""
+    total, count = 0.0, 0
+    for i, j in itertools.product(range(len(anchors)), repeat=2):
+        a, b = anchors[i], positives[j]
+        d = float(a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))
+        y = 1.0 if i == j else 0.0
+        total += 0.5 * (y * max(m_p - d, 0.0) ** 2 + (1 - y) * max(d - m_n, 0.0) ** 2)
+        count += 1
+    return total / count
+
+
+@pytest.mark.parametrize(("m_p", "m_n"), [(1.0, 0.0), (0.8, 0.2), (0.5, -0.3)])
+@pytest.mark.parametrize("batch", [2, 5, 32])
+def test_loss_matches_a_plain_loop_over_pairs(batch, m_p, m_n):
+    torch = pytest.importorskip("torch")
+    from systems.siamese_bilstm.loss import modified_contrastive_loss
+
+    rng = np.random.default_rng(batch)
+    a, b = rng.normal(size=(batch, 7)), rng.normal(size=(batch, 7))
+    b[0] = 3.0 * a[0]  # a perfect positive: no pull
+    got = modified_contrastive_loss(torch.tensor(a), torch.tensor(b), positive_margin=m_p, negative_margin=m_n)
+    assert float(got) == pytest.approx(_loop_loss(a, b, m_p, m_n), rel=1e-5, abs=1e-7)
+
+
+def test_loss_pulls_positives_and_pushes_negatives():
+    torch = pytest.importorskip("torch")
+    from systems.siamese_bilstm.loss import modified_contrastive_loss
+
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    assert float(modified_contrastive_loss(a, a.clone())) == 0.0  # aligned positives, orthogonal negatives
+    b = torch.tensor([[0.0, 1.0], [1.0, 0.0]], requires_grad=True)  # positives orthogonal, negatives aligned
+    loss = modified_contrastive_loss(a, b)
+    assert float(loss.detach()) == pytest.approx(0.5 * (1 + 1 + 1 + 1) / 4)
+    loss.backward()
+    assert b.grad is not None and float(b.grad.abs().sum()) > 0
+
+
+# -- routing ------------------------------------------------------------------------------------------
+
+PAN23_TYPES = ("email", "essay", "interview", "speech_transcription")
+WRITTEN, ORAL = {"email", "essay"}, {"interview", "speech_transcription"}
+
+
+@pytest.mark.parametrize(("t1", "t2"), list(itertools.product(PAN23_TYPES, repeat=2)))
+def test_routing_of_every_pan23_discourse_type_pair(t1, t2):
+    expected = "written" if {t1, t2} <= WRITTEN else "oral" if {t1, t2} <= ORAL else ENSEMBLE
+    assert route((t1, t2), PAN23_GROUPS) == expected
+    assert route((t2, t1), PAN23_GROUPS) == expected
+
+
+def test_routing_edge_cases_and_configurable_groups():
+    assert route(("Speech Transcription", "interview"), PAN23_GROUPS) == "oral"
+    assert route(None, PAN23_GROUPS) == ENSEMBLE
+    assert route(("novel", "novel"), PAN23_GROUPS) == ENSEMBLE  # a type in no group
+    assert route(("essay", "essay"), {}) == GENERAL  # no groups: the general model answers all
+    classic = check_groups({"essay": ["essay"], "novel": ["novel", "textbook"]})
+    assert route(("essay",) * 4, classic) == "essay"
+    assert route(("novel", "textbook"), classic) == "novel"
+    assert route(("essay", "novel"), classic) == ENSEMBLE
+    for bad in ({"general": ["essay"]}, {"a": ["essay"], "b": ["Essay"]}, {"a": []}, {"a": "essay"}):
+        with pytest.raises(ValueError):
+            check_groups(bad)
+
+
+# -- authors and the validation split -----------------------------------------------------------------
+
+
+def _classic() -> VerificationData:
+    """A PAN 2013-2015 shaped split: no author names; problem C reuses a text of problem A."""
+    problems = (
+        VerificationProblem("A", ("a1", "a2", "a3"), ("essay",) * 3),
+        VerificationProblem("B", ("b1", "x"), ("essay",) * 2),
+        VerificationProblem("C", ("a2", "c9"), ("essay",) * 2),
+        VerificationProblem("D", ("d1", "d2"), ("essay",) * 2),
+    )
+    truth = {
+        "A": VerificationTruth("A", True),
+        "B": VerificationTruth("B", False),
+        "C": VerificationTruth("C", True),
+        "D": VerificationTruth("D", False),
+    }
+    return VerificationData(problems, truth, Path("."), "0")
+
+
+def test_pseudo_authors_from_problems_merged_over_shared_texts():
+    corpus = collect_corpus(_classic())
+    assert not corpus.named
+    author = dict(zip(corpus.texts, corpus.authors, strict=True))
+    # A: known and unknown one author (Y); C shares text a2 with A, so its texts are that author too
+    assert author["a1"] == author["a2"] == author["a3"] == author["c9"]
+    # B and D (N): unknown texts are other authors than the known ones
+    assert author["b1"] != author["x"] and author["d1"] != author["d2"]
+    assert corpus.num_authors == 5
+    assert corpus.texts.count("a2") == 1
+
+
+def test_named_authors_are_used_when_the_truth_has_them():
+    problems = (VerificationProblem("p", ("t1", "t2"), ("email", "essay")),)
+    truth = {"p": VerificationTruth("p", False, ("ann", "bob"))}
+    corpus = collect_corpus(VerificationData(problems, truth, Path("."), "0"))
+    assert corpus.named and corpus.num_authors == 2 and corpus.types == ["email", "essay"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_validation_authors_are_disjoint_from_training(seed):
+    problems, truth = [], {}
+    for i in range(60):
+        a, b = f"au{i % 15}", f"au{(i * 7 + 3) % 15}"
+        problems.append(VerificationProblem(f"p{i}", (f"text {i} a", f"text {i} b"), ("essay", "email")))
+        truth[f"p{i}"] = VerificationTruth(f"p{i}", a == b, (a, b))
+    corpus = collect_corpus(VerificationData(tuple(problems), truth, Path("."), "0"))
+    split = split_validation(corpus, 0.3, seed=seed)
+    held = frozenset(range(corpus.num_authors)) - split.train_authors
+    assert held and split.train_authors
+    for p in split.validation_problems:
+        assert corpus.problem_authors[p] <= held
+    for p in split.train_problems:
+        assert corpus.problem_authors[p] <= split.train_authors
+    rows = [np.array([i]) for i in range(len(corpus.texts))]
+    pool = author_pool(corpus, rows, split.train_authors, None)
+    trained_texts = {int(r[0]) for texts in pool for r in texts}
+    assert all(corpus.authors[i] in split.train_authors for i in trained_texts)
+    essays_only = author_pool(corpus, rows, split.train_authors, ["essay"])
+    assert all(corpus.types[int(r[0])] == "essay" for texts in essays_only for r in texts)
+    assert split_validation(corpus, 0.0, seed=seed).validation_problems == []
