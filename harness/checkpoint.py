@@ -33,6 +33,10 @@ def save_checkpoint(
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    # mkdtemp makes the folder private (0700); give it the permissions a plain mkdir would
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)
     try:
         config = {"format": CHECKPOINT_FORMAT, "system": system, "params": params, "state": state}
         (staging / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
