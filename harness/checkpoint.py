@@ -42,6 +42,8 @@ def save_checkpoint(
         (staging / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if arrays:
             save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(staging / WEIGHTS_NAME))
+        for written in staging.iterdir():  # safetensors writes its file private (0600) too
+            os.chmod(written, 0o666 & ~umask)
         if directory.exists():
             shutil.rmtree(directory)
         os.replace(staging, directory)
