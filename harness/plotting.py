@@ -165,12 +165,6 @@ def _roc_and_det(task: str, curves: Sequence[tuple[str, np.ndarray, np.ndarray]]
     return written
 
 
-def roc_points(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(false positive rate, true positive rate) for every threshold, from (0, 0) to (1, 1)."""
-    _, p_fa, p_miss = det_curve(scores, labels)
-    return p_fa[::-1], (1.0 - p_miss)[::-1]
-
-
 def plot_measure_by_parameter(
     runs: Sequence[Run], out_dir: Path, *, task: str, parameter: str, measure: str
 ) -> list[Path]:
