@@ -57,6 +57,7 @@ COPY README.md ./
 COPY harness ./harness
 COPY tasks ./tasks
 COPY systems ./systems
+COPY toolkit ./toolkit
 RUN /opt/venv/bin/pip install --no-cache-dir --no-deps --force-reinstall . \
     && /opt/venv/bin/pip check \
     && rm -rf /src/build

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from harness.records import VerificationData
 from harness.registry import system_class
-from harness.seeding import seed_everything
-from tasks.pan_verification import PanClassicTask
+from tasks.pan.task import PanClassicTask
+from toolkit.seeding import seed_everything
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARBALL = "pan13-15-av-en.tar.gz"

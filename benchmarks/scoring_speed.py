@@ -1,4 +1,4 @@
-"""Time PAN verification scoring: harness.evaluator.score_answers vs a plain per-problem Python loop.
+"""Time PAN verification scoring: tasks.pan.evaluator.score_answers vs a plain per-problem Python loop.
 
 Scores the 14,311-problem PAN 2020 test truth against one real submission with both, checks that
 they agree to 1e-9 on every measure, and prints the best-of-N times and their ratio: end to end
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.evaluator import read_answers, score_answers
 from harness.files import read_jsonl
 from harness.metrics.verification import evaluate_all
 from harness.records import VerificationTruth
+from tasks.pan.evaluator import read_answers, score_answers
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

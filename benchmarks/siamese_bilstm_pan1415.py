@@ -37,8 +37,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from harness.records import VerificationData  # noqa: E402
 from harness.registry import system_class  # noqa: E402
-from harness.seeding import seed_everything  # noqa: E402
-from tasks.pan_verification import PanClassicTask  # noqa: E402
+from tasks.pan.task import PanClassicTask  # noqa: E402
+from toolkit.seeding import seed_everything  # noqa: E402
 
 
 def _baselines_script() -> Any:

@@ -129,7 +129,7 @@ def predict_cmd(
 ) -> None:
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl. Needs no network."""
     from harness.files import write_jsonl
-    from harness.predicting import answer_all
+    from tasks.pan.predicting import answer_all
 
     answers_path = output_dir / "answers.jsonl"
     if answers_path.exists() and not overwrite:
@@ -170,8 +170,8 @@ def score_cmd(
     overwrite: bool,
 ) -> None:
     """PAN's official evaluator: print the scores, write out.json and evaluation.prototext."""
-    from harness.evaluator import read_answers, write_tira_outputs
     from harness.files import find_data_file
+    from tasks.pan.evaluator import read_answers, write_tira_outputs
 
     planned = [output_dir / "out.json", output_dir / "evaluation.prototext"]
     if record_dir is not None:
@@ -187,7 +187,7 @@ def score_cmd(
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
     write_tira_outputs(scores, output_dir)
     if record_dir is not None:
-        from harness.recording import record_answers
+        from tasks.pan.recording import record_answers
 
         name = system_name or answers_path.name.split(".")[0]
         record_answers(task, truth_path, truth, answers, scores, name, record_dir, answers_path=answers_path)
@@ -201,7 +201,7 @@ def score_cmd(
 @click.option("--overwrite", is_flag=True, help="Replace existing pairs.jsonl / truth.jsonl in DST.")
 def convert_cmd(src: Path, dst: Path, overwrite: bool) -> None:
     """Convert a PAN 2013-2015 corpus folder (problem folders + truth.txt) to PAN 2020-2023 jsonl."""
-    from tasks.convert import convert_classic_to_jsonl
+    from tasks.pan.convert import convert_classic_to_jsonl
 
     count = convert_classic_to_jsonl(src, dst, overwrite=overwrite)
     click.echo(f"converted {count} problems from {src} to {dst}")

@@ -52,17 +52,3 @@ class VerificationData(NamedTuple):
     truth: Mapping[str, VerificationTruth] | None
     source: Path
     checksum: str  # sha256 over the files read, so a result names exactly the data it saw
-
-
-class ForumPost(NamedTuple):
-    """One post of a forum or subreddit, as in ../shared/data/forum-posts (ordered by time)."""
-
-    post_id: str
-    author: str
-    market: str  # a community grouping sub-forums (a darkweb market; a group of subreddits)
-    subforum: str
-    thread_id: str
-    parent_id: str | None
-    kind: str  # "submission" or "comment"
-    created: int  # Unix seconds, UTC
-    text: str

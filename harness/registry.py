@@ -19,11 +19,11 @@ class Entry(NamedTuple):
 
 TASKS: dict[str, Entry] = {
     "pan23": Entry(
-        "tasks.pan_verification:Pan23Task",
+        "tasks.pan.task:Pan23Task",
         "PAN 2020-2023 authorship verification (pairs.jsonl + truth.jsonl); main score overall",
     ),
     "pan-classic": Entry(
-        "tasks.pan_verification:PanClassicTask",
+        "tasks.pan.task:PanClassicTask",
         "PAN 2013-2015 authorship verification (problem folders + truth.txt); main score AUC x c@1",
     ),
     "darkweb": Entry(

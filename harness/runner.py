@@ -23,9 +23,9 @@ from harness.errors import HarnessError
 from harness.files import atomic_write, sha256_files, write_jsonl
 from harness.progress import duration
 from harness.results import RESULT_NAME, build_result, read_result, task_record, write_result
-from harness.seeding import seed_everything
 from harness.system import constructor_params
 from harness.task import Evaluation
+from toolkit.seeding import seed_everything
 
 logger = logging.getLogger("harness")
 

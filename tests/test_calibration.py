@@ -8,7 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.calibration import (
+from harness.errors import HarnessError
+from harness.metrics.verification import evaluate_all
+from harness.records import NO_ANSWER, VerificationData, VerificationProblem, VerificationTruth
+from toolkit.calibration import (
     AbstainBand,
     band_grid,
     fit_abstain_band,
@@ -16,9 +19,6 @@ from harness.calibration import (
     rescale_with_abstain_band,
     training_labels,
 )
-from harness.errors import HarnessError
-from harness.metrics.verification import evaluate_all
-from harness.records import NO_ANSWER, VerificationData, VerificationProblem, VerificationTruth
 
 
 def noisy_scores(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

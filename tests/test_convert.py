@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import DataError, HarnessError
-from tasks import convert as convert_module
-from tasks.convert import convert_classic_to_jsonl
-from tasks.pan_verification import Pan23Task, PanClassicTask
+from tasks.pan import convert as convert_module
+from tasks.pan.convert import convert_classic_to_jsonl
+from tasks.pan.task import Pan23Task, PanClassicTask
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))

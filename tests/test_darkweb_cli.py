@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from helpers.darkweb_data import TINY_PARAMS
 
 from harness.cli import main
-from systems.nbcsauthor.testing import TINY_PARAMS
 
 
 def run(*args: str) -> str:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.records import ForumPost
 from tasks.darkweb import DarkwebTask
 from tasks.darkweb.episodes import build_episodes, time_split, weekday
+from tasks.forum.records import ForumPost
 
 
 def post(i: int, author: str, created: int, market: str = "m", text: str | None = None) -> ForumPost:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.darkweb.preprocess import (
+from tasks.darkweb.task import _posts_with_texts
+from tasks.forum.preprocess import (
     IMAGE,
     LINK,
     PGP_ENCMSG,
@@ -21,7 +22,6 @@ from tasks.darkweb.preprocess import (
     is_image_url,
     replace_pgp,
 )
-from tasks.darkweb.task import _posts_with_texts
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from harness.errors import DataError
-from harness.evaluator import (
+from harness.metrics.verification import evaluate_all
+from harness.records import VerificationTruth
+from tasks.pan.evaluator import (
     MissingAnswersWarning,
     evaluate_answers_file,
     read_answers,
     score_answers,
     write_tira_outputs,
 )
-from harness.metrics.verification import evaluate_all
-from harness.records import VerificationTruth
 
 TRUTH = {
     "a": VerificationTruth("a", True),
@@ -195,7 +195,7 @@ def test_unwritable_scores_leave_no_files(tmp_path: Path) -> None:
 
 
 def test_failure_writing_out_json_removes_prototext(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.evaluator as evaluator
+    import tasks.pan.evaluator as evaluator
 
     def broken_write_json(path: Path, obj: object) -> None:
         raise OSError("disk full")
@@ -217,7 +217,7 @@ def test_single_problem_truth() -> None:
 
 def test_evaluate_module_loads_offline(tmp_path: Path) -> None:
     pytest.importorskip("evaluate")
-    module = Path(__file__).resolve().parents[1] / "harness" / "evaluate_modules" / "pan_verification"
+    module = Path(__file__).resolve().parents[1] / "tasks" / "pan" / "evaluate_module" / "pan_verification"
     script = (
         "import evaluate, json\n"
         f"m = evaluate.load({str(module)!r})\n"

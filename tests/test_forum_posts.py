@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import DataError
-from tasks.forum_posts import find_posts_file, read_forum_posts
+from tasks.forum.reader import find_posts_file, read_forum_posts
 
 GOOD = {
     "post_id": "t1_a",

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.evaluator import read_answers, score_answers
 from harness.files import read_jsonl
 from harness.metrics.verification import PROFILES, auc, brier, c_at_1, evaluate_all, f1, f_05_u
 from harness.records import VerificationTruth
+from tasks.pan.evaluator import read_answers, score_answers
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("HARNESS_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+from helpers.darkweb_data import synthetic_split
 
 from systems.nbcsauthor.batches import CROSS, SINGLE, epoch_batches, plan_labels
-from systems.nbcsauthor.testing import synthetic_split
 
 
 def test_single_task_labels_are_accounts():

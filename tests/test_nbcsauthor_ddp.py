@@ -12,7 +12,7 @@ WORKER = """
 import json, os, sys
 import torch
 from systems.nbcsauthor.system import EpisodeAuthor
-from systems.nbcsauthor.testing import TINY_PARAMS, synthetic_split
+from helpers.darkweb_data import TINY_PARAMS, synthetic_split
 
 torch.set_num_threads(1)
 system = EpisodeAuthor(**{**TINY_PARAMS, "epochs": 2})
@@ -33,7 +33,8 @@ with open(os.path.join(sys.argv[1], f"rank{summary['rank']}.json"), "w") as hand
 def test_two_gloo_processes_train_in_step(tmp_path: Path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER, encoding="utf-8")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    tests_dir = Path(__file__).resolve().parent  # the worker imports helpers/ from here
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(tests_dir.parent), str(tests_dir)])}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     done = subprocess.run(
         [*command, str(script), str(tmp_path)], env=env, capture_output=True, text=True, timeout=120, check=False

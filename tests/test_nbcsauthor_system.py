@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.darkweb_data import TINY_PARAMS, synthetic_split
 
 from harness.errors import HarnessError
 from harness.system import constructor_params
 from systems.nbcsauthor.graph import META_PATHS, build_graph, meta_path_edges, subforum_vectors
 from systems.nbcsauthor.model import TextCNN
 from systems.nbcsauthor.system import SYSML, EpisodeAuthor, EpisodeCNN
-from systems.nbcsauthor.testing import TINY_PARAMS, synthetic_split
 from systems.nbcsauthor.tfidf import EpisodeTfidf
 from systems.nbcsauthor.tokenizer import PAD_ID, PostTokenizer
 from tasks.darkweb.evaluation import evaluate_embeddings

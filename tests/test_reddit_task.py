@@ -6,16 +6,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.reddit_data import DAY, T0, post, synthetic_posts, write_posts
 
 from harness.errors import HarnessError
-from tasks.forum_posts import read_forum_posts
+from tasks.forum.reader import read_forum_posts
 from tasks.reddit import Action, LinkingSet, RankingSet, RedditTask
 from tasks.reddit.actions import ActionEncoder, hour_of_day, subreddit_vocabulary
 from tasks.reddit.linking import evaluate_linking, staircase
 from tasks.reddit.ranking import build_ranking_set, evaluate_ranking
 from tasks.reddit.records import Stream
 from tasks.reddit.split import is_test_author, split_by_author_and_time
-from tasks.reddit.testing import DAY, T0, post, synthetic_posts, write_posts
 
 SMALL = {
     "ranking_query_size": 4,

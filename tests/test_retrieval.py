@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.retrieval import knn, rank_of_first_match, ranking_scores, similarity
+from toolkit.retrieval import knn, rank_of_first_match, ranking_scores, similarity
 
 
 def brute_ranks(emb: np.ndarray, labels: np.ndarray, metric: str) -> list[int]:

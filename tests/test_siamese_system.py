@@ -17,12 +17,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from harness.calibration import AbstainBand  # noqa: E402
+from helpers.tiny_encoder import make_tiny_encoder  # noqa: E402
+
 from harness.errors import HarnessError  # noqa: E402
 from harness.records import NO_ANSWER, VerificationData, VerificationProblem, VerificationTruth  # noqa: E402
 from systems.siamese_bilstm.routing import ENSEMBLE  # noqa: E402
 from systems.siamese_bilstm.system import SiameseBiLSTM  # noqa: E402
-from systems.siamese_bilstm.testing import make_tiny_encoder  # noqa: E402
+from toolkit.calibration import AbstainBand  # noqa: E402
 
 TYPES = ("email", "essay", "interview", "speech_transcription")
 

@@ -55,10 +55,10 @@ def test_spread_keeps_first_and_last():
 
 def test_chunk_text_with_a_real_tokenizer_stays_within_max_tokens(tmp_path: Path):
     pytest.importorskip("transformers")
+    from helpers.tiny_encoder import make_tiny_encoder
     from transformers import AutoTokenizer
 
     from systems.siamese_bilstm.chunking import chunk_text, special_tokens
-    from systems.siamese_bilstm.testing import make_tiny_encoder
 
     folder = make_tiny_encoder(tmp_path / "enc")
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)

@@ -14,8 +14,8 @@ import pytest
 
 from harness.errors import DataError, HarnessError
 from harness.records import Answer
-from tasks import pan_verification
-from tasks.pan_verification import (
+from tasks.pan import task as pan_verification
+from tasks.pan.task import (
     PAN23_DISCOURSE_TYPES,
     Pan23Task,
     PanClassicTask,

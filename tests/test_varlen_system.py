@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.reddit_data import synthetic_train_data
 
 from harness.errors import HarnessError
 from systems.varlen_linker.system import IurFixed, VarlenAvg, VarlenLinker
 from systems.varlen_linker.tfidf import RedditTfidf
 from tasks.reddit import Action
-from tasks.reddit.testing import synthetic_train_data
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -159,7 +159,7 @@ DDP_SCRIPT = textwrap.dedent(
     import hashlib, json, os, sys
     import torch
     from systems.varlen_linker.system import VarlenLinker
-    from tasks.reddit.testing import synthetic_train_data
+    from helpers.reddit_data import synthetic_train_data
 
     params = json.loads(sys.argv[2])
     system = VarlenLinker(**params)
@@ -180,7 +180,7 @@ def test_ddp_with_two_gloo_processes(tmp_path: Path):
     script = tmp_path / "ddp_fit.py"
     script.write_text(DDP_SCRIPT, encoding="utf-8")
     params = {**TINY, "epochs": 1, "steps_per_epoch": 4}
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=0"]
     command += ["--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", str(script), str(tmp_path), json.dumps(params)]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)

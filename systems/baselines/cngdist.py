@@ -2,7 +2,7 @@
 
 `TfidfCosineSystem` holds what the TF-IDF baselines share: a vectoriser fitted on the training texts,
 the cosine similarity between the known text(s) and the unknown text, and an abstain band
-(`harness.calibration`) grid-searched on the training split. `CharNgramDistance` is PAN's
+(`toolkit.calibration`) grid-searched on the training split. `CharNgramDistance` is PAN's
 configuration of it; `systems.baselines.tfidf.WordTfidf` the word-level one.
 """
 
@@ -15,13 +15,13 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from scipy import sparse
 
-from harness.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function, training_labels
-from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
-from harness.tfidf import TfidfModel
+from toolkit.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function, training_labels
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.tfidf import TfidfModel
 
 _System = TypeVar("_System", bound="TfidfCosineSystem")
 

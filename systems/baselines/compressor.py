@@ -15,12 +15,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function, training_labels
-from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.records import NO_ANSWER, Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
+from toolkit.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function, training_labels
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
 
 CALIBRATIONS = ("band", "radius", "none")
 FEATURES = ("mean_cross_entropy", "abs_diff_cross_entropy")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from harness.records import ForumPost
+from tasks.forum.records import ForumPost
 
 logger = logging.getLogger("harness")
 

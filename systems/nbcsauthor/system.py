@@ -28,9 +28,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.checkpoint import load_checkpoint, save_checkpoint
-from harness.devices import autocast, grad_scaler, resolve_device
-from harness.distributed import DistributedContext, all_reduce_mean, init_distributed, shard, wrap_model
 from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.system import constructor_params
@@ -40,6 +37,9 @@ from systems.nbcsauthor.losses import LOSSES, make_loss
 from systems.nbcsauthor.model import POOLINGS, WINDOWS, EpisodeEncoder
 from systems.nbcsauthor.tokenizer import PostTokenizer
 from tasks.darkweb.records import DarkwebData, Episode
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.devices import autocast, grad_scaler, resolve_device
+from toolkit.distributed import DistributedContext, all_reduce_mean, init_distributed, shard, wrap_model
 
 logger = logging.getLogger("harness")
 

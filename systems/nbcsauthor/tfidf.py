@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.system import constructor_params
-from harness.tfidf import TfidfModel
 from tasks.darkweb.records import DarkwebData, Episode
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.tfidf import TfidfModel
 
 # words of any length and each punctuation mark: both carry style (as systems.baselines.tfidf)
 TOKEN_PATTERN = r"(?u)\w+|[^\w\s]"

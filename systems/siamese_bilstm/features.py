@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.devices import autocast
 from harness.files import atomic_write
 from harness.progress import pbar
 from systems.siamese_bilstm.chunking import chunk_text
 from systems.siamese_bilstm.text_prep import PREP_VERSION, prepare_text
+from toolkit.devices import autocast
 
 logger = logging.getLogger("harness")
 

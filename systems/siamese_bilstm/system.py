@@ -25,9 +25,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function
-from harness.checkpoint import load_checkpoint, save_checkpoint
-from harness.devices import autocast, resolve_device
 from harness.errors import HarnessError
 from harness.progress import duration, pbar
 from harness.records import Answer, VerificationData, VerificationProblem
@@ -38,6 +35,9 @@ from systems.siamese_bilstm.loss import modified_contrastive_loss
 from systems.siamese_bilstm.model import BiLSTMHead
 from systems.siamese_bilstm.routing import ENSEMBLE, GENERAL, PAN23_GROUPS, check_groups, route
 from systems.siamese_bilstm.sampler import AuthorBatchSampler, eligible_authors
+from toolkit.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.devices import autocast, resolve_device
 
 logger = logging.getLogger("harness")
 

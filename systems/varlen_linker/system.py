@@ -32,9 +32,6 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch
 
-from harness.checkpoint import load_checkpoint, save_checkpoint
-from harness.devices import autocast, grad_scaler, resolve_device
-from harness.distributed import DistributedContext, all_reduce_mean, barrier, init_distributed, shard, wrap_model
 from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.system import constructor_params
@@ -44,6 +41,9 @@ from systems.varlen_linker.model import SampleEncoder
 from systems.varlen_linker.sampling import epoch_batches
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action, RedditData
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.devices import autocast, grad_scaler, resolve_device
+from toolkit.distributed import DistributedContext, all_reduce_mean, barrier, init_distributed, shard, wrap_model
 
 logger = logging.getLogger("harness")
 

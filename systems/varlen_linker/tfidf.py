@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.checkpoint import load_checkpoint, save_checkpoint
 from harness.errors import HarnessError
 from harness.system import constructor_params
-from harness.tfidf import TfidfModel
 from tasks.reddit.records import Action, RedditData
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.tfidf import TfidfModel
 
 # words of any length and each punctuation mark (the same terms as systems.baselines.tfidf)
 TOKEN_PATTERN = r"(?u)\w+|[^\w\s]"

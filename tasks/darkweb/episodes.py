@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from harness.records import ForumPost
-from tasks.darkweb.preprocess import clean_post
 from tasks.darkweb.records import Episode, EpisodePost
+from tasks.forum.preprocess import clean_post
+from tasks.forum.records import ForumPost
 
 EPISODE_LENGTHS = (1, 3, 5)
 _SECONDS_PER_DAY = 86_400

@@ -9,7 +9,7 @@
   person. Scores per pair, pooled over pairs (`migrant/...`), and pooled over the persons that had
   no CROSS label in training (`migrant_heldout/...`), the migrants a model could not have memorised.
 
-Exact ranking through harness.retrieval; ties count against the query.
+Exact ranking through toolkit.retrieval; ties count against the query.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.retrieval import rank_of_first_match, ranking_scores
 from harness.task import Evaluation
 from tasks.darkweb.records import Episode
+from toolkit.retrieval import rank_of_first_match, ranking_scores
 
 KS = (1, 2, 5, 10)
 

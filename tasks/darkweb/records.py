@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.records import ForumPost
+from tasks.forum.records import ForumPost
 
 
 class EpisodePost(NamedTuple):

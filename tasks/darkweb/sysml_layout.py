@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.errors import DataError
-from harness.records import ForumPost
 from tasks.darkweb.records import Episode, EpisodePost
+from tasks.forum.records import ForumPost
 
 REQUIRED_COLUMNS = ("cleaned_post", "Date", "subforum", "market")
 MATCHES_NAME = "matches.csv"

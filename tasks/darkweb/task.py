@@ -2,7 +2,7 @@
 
 Input is either the forum-posts jsonl (`posts.jsonl[.gz]`, as in ../shared/data/forum-posts) or the
 layout SYSML released its darkweb data in (see tasks.darkweb.sysml_layout). From the jsonl the task
-does the paper's protocol itself (tasks.darkweb.preprocess, tasks.darkweb.episodes); SYSML's layout
+does the paper's protocol itself (tasks.forum.preprocess, tasks.darkweb.episodes); SYSML's layout
 comes pre-processed, split and cut into episodes.
 """
 
@@ -19,15 +19,15 @@ import numpy as np
 
 from harness.errors import DataError, HarnessError
 from harness.files import sha256_files
-from harness.records import ForumPost
-from harness.retrieval import METRICS
 from harness.task import Evaluation, TaskMetadata
 from tasks.darkweb.episodes import EPISODE_LENGTHS, build_episodes, time_split
 from tasks.darkweb.evaluation import evaluate_embeddings
-from tasks.darkweb.preprocess import clean_post
 from tasks.darkweb.records import DarkwebData, Episode
 from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
-from tasks.forum_posts import find_posts_file, read_forum_posts
+from tasks.forum.preprocess import clean_post
+from tasks.forum.reader import find_posts_file, read_forum_posts
+from tasks.forum.records import ForumPost
+from toolkit.retrieval import METRICS
 
 logger = logging.getLogger("harness")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.records import ForumPost
+from tasks.forum.records import ForumPost
 from tasks.reddit.records import Action
 
 SECONDS_PER_HOUR = 3600

@@ -8,15 +8,15 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.retrieval import METRICS
 from tasks.reddit.records import Action
+from toolkit.retrieval import METRICS
 
 
 def system_metric(system: Any) -> str:
     """The similarity a system's embeddings are compared with: its `metric` attribute, "cosine" if it has none.
 
     "euclidean" scores a pair by the negative Euclidean distance (higher = same author), as
-    `harness.retrieval.similarity` does.
+    `toolkit.retrieval.similarity` does.
     """
     metric = getattr(system, "metric", "cosine")
     if metric not in METRICS:

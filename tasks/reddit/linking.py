@@ -24,12 +24,12 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.metrics.linking import det_curve, eer, min_dcf
-from harness.records import ForumPost
-from harness.retrieval import similarity
+from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples
 from tasks.reddit.records import LinkingSet
 from tasks.reddit.split import time_cutoff
+from toolkit.retrieval import similarity
 
 EER_VARIANT = "interpolated"
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.retrieval import rank_of_first_match, ranking_scores
 from tasks.reddit.embedding import embed_samples
 from tasks.reddit.records import RankingSet, Stream
+from toolkit.retrieval import rank_of_first_match, ranking_scores
 
 RANKING_KS = (4, 8)
 

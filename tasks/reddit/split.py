@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from harness.records import ForumPost
+from tasks.forum.records import ForumPost
 
 
 class AuthorTimeSplit(NamedTuple):

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.errors import DataError, HarnessError
-from harness.records import ForumPost
 from harness.task import Evaluation, TaskMetadata
-from tasks.forum_posts import find_posts_file, read_forum_posts
+from tasks.forum.reader import find_posts_file, read_forum_posts
+from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder, subreddit_vocabulary
 from tasks.reddit.embedding import system_metric
 from tasks.reddit.linking import EER_VARIANT, build_linking_set, evaluate_linking

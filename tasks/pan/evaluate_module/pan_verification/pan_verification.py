@@ -3,7 +3,7 @@
 A thin wrapper around harness.metrics.verification.evaluate_all, loadable offline:
 
     import evaluate
-    metric = evaluate.load("harness/evaluate_modules/pan_verification")
+    metric = evaluate.load("tasks/pan/evaluate_module/pan_verification")
     metric.compute(predictions=[0.9, 0.5, 0.1], references=[1, 1, 0], profile="pan23")
 """
 
@@ -29,7 +29,7 @@ Args:
 Returns:
     dict: auc, c_at_1, f1, f_05_u[, brier], overall (floats, unrounded).
 Examples:
-    >>> metric = evaluate.load("harness/evaluate_modules/pan_verification")
+    >>> metric = evaluate.load("tasks/pan/evaluate_module/pan_verification")
     >>> metric.compute(predictions=[0.9, 0.4, 0.6, 0.1], references=[1, 1, 0, 0])["auc"]
     0.75
 """

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from harness.records import ForumPost
 from tasks.darkweb.records import DarkwebData, Episode, EpisodePost
+from tasks.forum.records import ForumPost
 
 MARKETS = ("alpha", "beta")
 FORUMS = {"alpha": ("drugs", "talk"), "beta": ("market", "offtopic")}

@@ -255,7 +255,7 @@ class PanVerificationTask:
 
         With the task's own profile the result holds exactly the task's measures, in its order.
         """
-        from harness.evaluator import score_answers
+        from tasks.pan.evaluator import score_answers
 
         scores = score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
         scores.update(self.derived_measures(scores))

@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.errors import DataError
 from harness.files import find_data_file, read_jsonl, require_field, sha256_files
 from harness.progress import pbar
-from harness.records import ForumPost
+from tasks.forum.records import ForumPost
 
 POSTS_STEM = "posts.jsonl"
 

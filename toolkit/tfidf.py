@@ -64,7 +64,7 @@ class TfidfModel(NamedTuple):
         return self.weigh(self.counts(texts)).toarray().astype(np.float32)
 
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """(JSON state, arrays) for `harness.checkpoint.save_checkpoint`."""
+        """(JSON state, arrays) for `toolkit.checkpoint.save_checkpoint`."""
         return {"vocabulary": self.vocabulary}, {"idf": self.idf}
 
     @classmethod
