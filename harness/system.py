@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.params import describe
 from harness.records import Answer, VerificationData, VerificationProblem
 
 
@@ -41,10 +41,10 @@ def constructor_params(system: object) -> dict[str, Any]:
     """A system's constructor parameters, read back from the attributes of the same names.
 
     Systems store each constructor parameter under its own name, so `params()` (recorded in
-    every result file) never drifts from the signature.
+    every result file) never drifts from the signature; parts come out as nested dicts
+    (harness.params).
     """
-    names = inspect.signature(type(system)).parameters
-    return {name: getattr(system, name) for name in names}
+    return describe(system)
 
 
 class EmbeddingSystem(Protocol):
