@@ -44,7 +44,7 @@ def test_the_loop_equals_a_plain_loop(grad_clip: float | None) -> None:
             if grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(plain.parameters(), grad_clip)
             optimizer.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
         expected.append(sum(losses) / len(losses))
 
     model = _model()
