@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.records import VerificationData
 from harness.registry import system_class
-from tasks.pan.task import PanClassicTask
+from tasks.pan.classic import PanClassicTask
 from toolkit.seeding import seed_everything
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

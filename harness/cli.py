@@ -56,13 +56,16 @@ def main(verbose: bool) -> None:
 @main.command("list")
 def list_cmd() -> None:
     """List tasks, systems and measures."""
+    from harness.metrics.table import MEASURES  # the table imports no numpy: `list` stays light
+
     for title, table in (("tasks", registry.TASKS), ("systems", registry.SYSTEMS)):
         click.echo(f"{title}:")
         for name, entry in table.items():
             click.echo(f"  {name:<14} {entry.description}")
     click.echo("measures:")
-    for name, description in registry.MEASURES.items():
-        click.echo(f"  {name:<14} {description}")
+    for name, measure in MEASURES.items():
+        better = "higher" if measure.higher_is_better else "lower"
+        click.echo(f"  {name:<14} {measure.description}; {better} is better")
 
 
 @main.command("run")
@@ -117,6 +120,17 @@ def run_cmd(
                     click.echo(f"  {name:<14} {value:.4f}{marker}")
 
 
+def _pan_answers_task(task_name: str) -> Any:
+    """The named task, if it has the PanAnswers capability; otherwise a one-line error naming the tasks that do."""
+    from harness.task import PanAnswers
+
+    task = registry.task_class(task_name)()
+    if not isinstance(task, PanAnswers):
+        able = [name for name in registry.TASKS if issubclass(registry.task_class(name), PanAnswers)]
+        raise HarnessError(f"task {task_name!r} has no PAN answers; predict/score work with: {', '.join(able)}")
+    return task
+
+
 @main.command("predict")
 @click.option("--system", "system_name", required=True)
 @click.option("--task", "task_name", required=True)
@@ -129,16 +143,15 @@ def predict_cmd(
 ) -> None:
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl. Needs no network."""
     from harness.files import write_jsonl
-    from tasks.pan.predicting import answer_all
 
+    task = _pan_answers_task(task_name)
     answers_path = output_dir / "answers.jsonl"
     if answers_path.exists() and not overwrite:
         raise HarnessError(f"{answers_path} exists; pass --overwrite to replace it")
-    task = registry.task_class(task_name)()
     data = task.load_inputs(input_dir)
     system_cls = registry.system_class(system_name)
     system = system_cls.load(checkpoint) if checkpoint is not None else system_cls()
-    answers = answer_all(system, data.problems)
+    answers = task.answer(system, data)
     write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
     click.echo(f"wrote {len(answers)} answers to {answers_path}")
 
@@ -171,26 +184,22 @@ def score_cmd(
 ) -> None:
     """PAN's official evaluator: print the scores, write out.json and evaluation.prototext."""
     from harness.files import find_data_file
-    from tasks.pan.evaluator import read_answers, write_tira_outputs
+    from harness.results import RESULT_NAME
 
-    planned = [output_dir / "out.json", output_dir / "evaluation.prototext"]
-    if record_dir is not None:
-        planned.append(record_dir / "result.json")
-    for path in planned:
-        if path.exists() and not overwrite:
-            raise HarnessError(f"{path} exists; pass --overwrite to replace it")
-    task = registry.task_class(task_name)()
+    task = _pan_answers_task(task_name)
+    if record_dir is not None and (record_dir / RESULT_NAME).exists() and not overwrite:
+        raise HarnessError(f"{record_dir / RESULT_NAME} exists; pass --overwrite to replace it")
     truth = task.read_truth(truth_path)
     if answers_path.is_dir():
         answers_path = find_data_file(answers_path, "answers.jsonl")
-    answers = read_answers(answers_path)
+    answers = task.read_answers(answers_path)
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
-    write_tira_outputs(scores, output_dir)
+    task.write_scores(scores, output_dir, overwrite=overwrite)  # checks both files before writing either
     if record_dir is not None:
-        from tasks.pan.recording import record_answers
-
         name = system_name or answers_path.name.split(".")[0]
-        record_answers(task, truth_path, truth, answers, scores, name, record_dir, answers_path=answers_path)
+        task.record_answers(
+            truth_path, truth, answers, scores, system_name=name, record_dir=record_dir, answers_path=answers_path
+        )
     for name, value in scores.items():
         click.echo(f"{name:<10} {value:.6f}")
 
@@ -198,12 +207,18 @@ def score_cmd(
 @main.command("convert")
 @click.argument("src", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.argument("dst", type=click.Path(path_type=Path))
-@click.option("--overwrite", is_flag=True, help="Replace existing pairs.jsonl / truth.jsonl in DST.")
-def convert_cmd(src: Path, dst: Path, overwrite: bool) -> None:
-    """Convert a PAN 2013-2015 corpus folder (problem folders + truth.txt) to PAN 2020-2023 jsonl."""
-    from tasks.pan.convert import convert_classic_to_jsonl
-
-    count = convert_classic_to_jsonl(src, dst, overwrite=overwrite)
+@click.option(
+    "--from",
+    "source_format",
+    type=click.Choice(list(registry.CONVERTERS)),
+    default=next(iter(registry.CONVERTERS), None),
+    show_default=True,
+    help="Layout of SRC (the registry's converters).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace existing outputs in DST.")
+def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> None:
+    """Convert a dataset folder to another task's layout (e.g. a PAN 2013-2015 corpus folder to PAN 2020-2023 jsonl)."""
+    count = registry.converter(source_format)(src, dst, overwrite=overwrite)
     click.echo(f"converted {count} problems from {src} to {dst}")
 
 
@@ -245,16 +260,11 @@ def leaderboard_cmd(
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True, help="Folder for PNG, PDF, CSV.")
 def plot_cmd(results: tuple[Path, ...], out_dir: Path) -> None:
-    """ROC/DET curves, EER against target size, MRR against episode length: PNG + PDF + CSV."""
+    """ROC/DET curves, EER against target size, main score against task parameters: PNG + PDF + CSV."""
     from harness.leaderboard import find_runs
-    from harness.plotting import plot_linking_curves, plot_measure_by_parameter, plot_verification_curves
-    from harness.report import PARAMETER_FIGURES
+    from harness.plotting import plot_all
 
-    runs = find_runs(results)
-    written = plot_verification_curves(runs, out_dir)
-    for task, parameter, measure in PARAMETER_FIGURES:
-        written += plot_measure_by_parameter(runs, out_dir, task=task, parameter=parameter, measure=measure)
-    written += plot_linking_curves(runs, out_dir)
+    written = plot_all(find_runs(results), out_dir)
     if not written:
         raise HarnessError("nothing to plot in these results")
     for path in written:

@@ -3,14 +3,16 @@
 Each run stores one row per scored item in details.jsonl. The rows' fields say how a measure is
 recomputed from any subset of them:
 
-- verification rows `{"id", "value", "same"}`: PAN's measures (the task's evaluator profile);
-- ranking rows `{"rank"}` (1-based rank of the first match, 0 = no match): `mrr`, `recall_at_k`;
-- trial rows `{"score", "same"}` (a similarity and whether the pair matches): `eer`, `min_dcf`.
+- verification rows `{"id", "value", "same"}`: the measures of `answers` (the task's evaluator profile);
+- ranking rows `{"rank"}` (1-based rank of the first match, 0 = no match): the measures of `ranks`;
+- trial rows `{"score", "same"}` (a similarity and whether the pair matches): the measures of `trials`.
+
+Which measure reads which rows, and how it is computed, is the measure table's (harness.metrics.table):
+a measure added there can be resampled without a change here.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,54 +51,34 @@ def subset(cols: Columns, index: np.ndarray) -> Columns:
 
 
 def measure_function(result: dict[str, Any], measure: str, cols: Columns) -> Measure:
-    """A function from columns to `measure`, computed as the run computed it."""
-    if "value" in cols:
-        return _verification_measure(result, measure)
-    if "rank" in cols:
-        return _ranking_measure(measure)
-    return _trial_measure(result, measure)
+    """A function from columns to `measure`, computed as the run computed it (by the measure table)."""
+    from harness.metrics import table
+
+    kind = "answers" if "value" in cols else "ranks" if "rank" in cols else "trials"
+    if not table.is_known(measure) or table.resolve(measure).measure.inputs != kind:
+        raise HarnessError(f"measure {measure!r} cannot be recomputed from {_KIND_WORDS[kind]}")
+    task = result["task"]
+    # a verification run's measures are its evaluator profile's; other runs record their measures' settings
+    settings = {"profile": task.get("evaluator") or "pan23"} if kind == "answers" else task.get("measure_settings", {})
+    try:
+        compute = table.measure_function(measure, settings)
+    except ValueError as exc:
+        raise HarnessError(f"measure {measure!r} cannot be recomputed: {exc}") from exc
+    if kind == "answers":
+        return lambda cols: compute(cols["same"].astype(bool), cols["value"].astype(np.float64))
+    if kind == "ranks":
+        return lambda cols: _nan_if_undefined(compute, cols["rank"])
+    return lambda cols: compute(cols["score"].astype(np.float64), cols["same"].astype(bool))
 
 
-def _verification_measure(result: dict[str, Any], measure: str) -> Measure:
-    from harness.metrics.verification import PROFILES, evaluate_all
-
-    profile = result["task"].get("evaluator") or "pan23"
-    if measure not in (*PROFILES[profile], "overall", "auc_x_c_at_1"):
-        raise HarnessError(f"measure {measure!r} cannot be recomputed from verification answers")
-
-    def compute(cols: Columns) -> float:
-        scores = evaluate_all(cols["same"].astype(bool), cols["value"].astype(np.float64), profile=profile)
-        return scores["auc"] * scores["c_at_1"] if measure == "auc_x_c_at_1" else scores[measure]
-
-    return compute
+_KIND_WORDS = {"answers": "verification answers", "ranks": "ranks", "trials": "trials"}
 
 
-def _ranking_measure(measure: str) -> Measure:
-    match = re.fullmatch(r"recall_at_(\d+)", measure)
-    if measure != "mrr" and not match:
-        raise HarnessError(f"measure {measure!r} cannot be recomputed from ranks")
-
-    def compute(cols: Columns) -> float:
-        ranks = cols["rank"]
-        ranks = ranks[ranks > 0]  # queries without a match were left out of the run's scores too
-        if ranks.size == 0:
-            return float("nan")
-        return float(np.mean(1.0 / ranks)) if measure == "mrr" else float(np.mean(ranks <= int(match.group(1))))
-
-    return compute
-
-
-def _trial_measure(result: dict[str, Any], measure: str) -> Measure:
-    from harness.metrics.linking import eer, min_dcf
-
-    settings = result["task"].get("measure_settings", {})
-    if measure == "eer":
-        variant = settings.get("eer_variant", "interpolated")
-        return lambda cols: eer(cols["score"].astype(np.float64), cols["same"].astype(bool), variant=variant)
-    if measure == "min_dcf":
-        kwargs = {k: settings[k] for k in ("p_target", "c_miss", "c_fa", "normalized") if k in settings}
-        return lambda cols: min_dcf(cols["score"].astype(np.float64), cols["same"].astype(bool), **kwargs)
-    raise HarnessError(f"measure {measure!r} cannot be recomputed from trials")
+def _nan_if_undefined(compute: Callable[[np.ndarray], float], ranks: np.ndarray) -> float:
+    """A ranking measure of a resample; NaN where no query has a match (such queries are left out)."""
+    if not np.any(ranks > 0):
+        return float("nan")
+    return compute(ranks)
 
 
 def bootstrap_interval(

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.metrics.table import higher_is_better, is_known
 from harness.results import RESULT_NAME, read_details, read_result
 
 FORMATS = ("markdown", "latex", "csv", "json")
@@ -156,7 +157,7 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     main = task["main_score"]
     measures = list(task.get("measures") or runs[0].result["scores"])
     measures = [main] + [m for m in measures if m != main]
-    lower = set(task.get("lower_is_better", ()))
+    lower = _lower_is_better(measures, task)
 
     by_system: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in runs:
@@ -176,6 +177,16 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     sign = 1.0 if main in lower else -1.0
     rows.sort(key=lambda row: (sign * row.mean.get(main, -sign * np.inf), row.label))
     return Table(task_name, task["version"], main, measures, lower, rows)
+
+
+def _lower_is_better(measures: Sequence[str], task: dict[str, Any]) -> set[str]:
+    """The measures whose lower values are better, by the measure table.
+
+    A name the table does not know (a result written by another harness version) keeps the
+    direction its result file recorded, if any (`task.lower_is_better` of older result files).
+    """
+    recorded = set(task.get("lower_is_better", ()))
+    return {m for m in measures if (not higher_is_better(m) if is_known(m) else m in recorded)}
 
 
 def _columns_of(run: Run) -> tuple[list[str], dict[str, np.ndarray]]:

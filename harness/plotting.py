@@ -1,4 +1,4 @@
-"""Figures for papers from result files: ROC and DET curves, measures against a task parameter.
+"""Figures for papers from result files: ROC and DET curves, the main score against task parameters.
 
 Every figure is written as PNG and PDF in one style, with the numbers behind it as CSV.
 matplotlib is imported inside the functions (Agg backend: no screen needed).
@@ -196,3 +196,29 @@ def plot_measure_by_parameter(
         _legend(fig, ax, len(points))
         stem = f"{measure}-by-{parameter}-{task}"
         return save_figure(fig, out_dir, stem, ["system", parameter, f"{measure}_mean", "std", "runs"], rows)
+
+
+def plot_parameter_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
+    """The main score against each parameter a task declares in `plot_parameters` (read from the results).
+
+    A task names the parameters in its metadata; result files carry them, so this draws the figures
+    of any task without knowing it. Runs recorded before the field existed declare none.
+    """
+    declared: dict[str, dict[str, str]] = defaultdict(dict)  # task -> parameter -> measure
+    for run in runs:
+        task_section = run.result["task"]
+        for parameter in task_section.get("plot_parameters") or ():
+            declared[task_section["name"]][parameter] = task_section["main_score"]
+    written: list[Path] = []
+    for task in sorted(declared):
+        for parameter, measure in declared[task].items():
+            written += plot_measure_by_parameter(runs, out_dir, task=task, parameter=parameter, measure=measure)
+    return written
+
+
+def plot_all(runs: Sequence[Run], out_dir: Path) -> list[Path]:
+    """Every figure the runs allow: ROC/DET of verification tasks, parameter figures, linking curves."""
+    written = plot_verification_curves(runs, out_dir)
+    written += plot_parameter_figures(runs, out_dir)
+    written += plot_linking_curves(runs, out_dir)
+    return written

@@ -12,7 +12,7 @@ from typing import Any
 import harness
 
 # Libraries whose versions can move a score; recorded when installed.
-TRACKED_LIBRARIES = ("numpy", "scipy", "scikit-learn", "pyppmd", "torch", "transformers", "tokenizers", "faiss-cpu")
+TRACKED_LIBRARIES = ("numpy", "scipy", "scikit-learn", "pyppmd", "torch", "transformers", "tokenizers")
 
 
 def git_commit() -> dict[str, Any]:

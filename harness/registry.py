@@ -1,4 +1,4 @@
-"""Names of tasks, systems and measures, mapped to import paths (imported only when used).
+"""Names of tasks, systems and converters, mapped to import paths (imported only when used).
 
 Keeping import paths rather than classes keeps `harness --help` and `harness list` fast:
 no system's heavy dependencies (torch, transformers) are imported to list them.
@@ -19,12 +19,16 @@ class Entry(NamedTuple):
 
 TASKS: dict[str, Entry] = {
     "pan23": Entry(
-        "tasks.pan.task:Pan23Task",
+        "tasks.pan.pan23:Pan23Task",
         "PAN 2020-2023 authorship verification (pairs.jsonl + truth.jsonl); main score overall",
     ),
     "pan-classic": Entry(
-        "tasks.pan.task:PanClassicTask",
+        "tasks.pan.classic:PanClassicTask",
         "PAN 2013-2015 authorship verification (problem folders + truth.txt); main score AUC x c@1",
+    ),
+    "pan20": Entry(
+        "tasks.pan.pan20:Pan20Task",
+        "PAN 2020-2021 authorship verification (pairs.jsonl + truth.jsonl), PAN 2020 evaluator; main score overall",
     ),
     "darkweb": Entry(
         "tasks.darkweb:DarkwebTask",
@@ -33,6 +37,15 @@ TASKS: dict[str, Entry] = {
     "reddit": Entry(
         "tasks.reddit.task:RedditTask",
         "account ranking (MRR, R@k) and linking (EER, minDCF) on post streams split by author and time; main score EER",
+    ),
+}
+
+# `harness convert --from NAME`: "module:function" turning a dataset folder into another task's layout,
+# called as function(src, dst, overwrite=...) -> number of problems converted
+CONVERTERS: dict[str, Entry] = {
+    "pan-classic": Entry(
+        "tasks.pan.convert:convert_classic_to_jsonl",
+        "PAN 2013-2015 corpus folder (problem folders + truth.txt) -> pairs.jsonl + truth.jsonl (pan23 layout)",
     ),
 }
 
@@ -48,6 +61,10 @@ SYSTEMS: dict[str, Entry] = {
     "tfidf": Entry(
         "systems.baselines.tfidf:WordTfidf",
         "word TF-IDF cosine with the same calibration as cngdist",
+    ),
+    "length_ratio": Entry(
+        "systems.baselines.length_ratio:LengthRatio",
+        "sanity floor: ratio of the texts' lengths (shorter / longer), abstain band tuned on train",
     ),
     "siamese_bilstm": Entry(
         "systems.siamese_bilstm.system:SiameseBiLSTM",
@@ -66,7 +83,7 @@ SYSTEMS: dict[str, Entry] = {
         "darkweb baseline: the SYSML CNN with time and sub-forum, mean pooling instead of the transformer",
     ),
     "episode_tfidf": Entry(
-        "systems.nbcsauthor.tfidf:EpisodeTfidf",
+        "systems.baselines.forum_tfidf:EpisodeTfidf",
         "darkweb baseline: word TF-IDF of an episode's posts, cosine",
     ),
     "varlen_linker": Entry(
@@ -82,23 +99,9 @@ SYSTEMS: dict[str, Entry] = {
         "reddit baseline (Avg): the varlen_linker encoder trained on single posts; post embeddings averaged",
     ),
     "reddit_tfidf": Entry(
-        "systems.varlen_linker.tfidf:RedditTfidf",
+        "systems.baselines.forum_tfidf:RedditTfidf",
         "reddit baseline: word TF-IDF of a sample's concatenated text, cosine",
     ),
-}
-
-MEASURES: dict[str, str] = {
-    "auc": "area under the ROC curve (PAN: non-answers count as 0.5)",
-    "c_at_1": "accuracy that rewards abstaining (0.5) over wrong answers (Penas & Rodrigo 2011)",
-    "f1": "F1 of the same-author class over answered problems",
-    "f_05_u": "F0.5u: F0.5 with non-answers counted as false negatives (Bevendorff et al. 2019)",
-    "brier": "1 - Brier loss of the scores (PAN 2021-2023)",
-    "overall": "mean of the profile's verification measures (pan20: 4, pan23: 5)",
-    "auc_x_c_at_1": "AUC x c@1, the PAN 2014-2015 ranking score",
-    "mrr": "mean reciprocal rank of the first same-author item",
-    "recall_at_k": "share of queries with a same-author item among the top k (R@k)",
-    "eer": "equal error rate (nearest-point and interpolated variants)",
-    "min_dcf": "minimum detection cost over thresholds, with p_target, c_miss, c_fa recorded",
 }
 
 
@@ -122,3 +125,7 @@ def task_class(name: str) -> Any:
 
 def system_class(name: str) -> Any:
     return _lookup(SYSTEMS, "system", name)
+
+
+def converter(name: str) -> Any:
+    return _lookup(CONVERTERS, "converter", name)

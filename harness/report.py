@@ -7,11 +7,9 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.leaderboard import FORMATS, build_tables, find_runs, render
-from harness.plotting import plot_linking_curves, plot_measure_by_parameter, plot_verification_curves
+from harness.plotting import plot_all
 
 _SUFFIX = {"markdown": "md", "latex": "tex", "csv": "csv", "json": "json"}
-# measure-against-parameter figures drawn when runs vary the parameter: (task, parameter, measure)
-PARAMETER_FIGURES = (("darkweb", "episode_length", "mrr"),)
 
 
 def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: bool, resamples: int) -> Path:
@@ -28,10 +26,7 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
         with atomic_write(path) as handle:
             handle.write(render(tables, fmt))
         table_files.append(path)
-    plots = plot_verification_curves(runs, out_dir / "plots")
-    for task, parameter, measure in PARAMETER_FIGURES:
-        plots += plot_measure_by_parameter(runs, out_dir / "plots", task=task, parameter=parameter, measure=measure)
-    plots += plot_linking_curves(runs, out_dir / "plots")
+    plots = plot_all(runs, out_dir / "plots")
 
     lines = ["# Results report", "", f"{len(runs)} runs from: " + ", ".join(f"`{p}`" for p in results), ""]
     lines += ["## Leaderboards", "", render(tables, "markdown"), "Tables as files: "]

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.files import write_json, write_jsonl
+from harness.metrics.table import higher_is_better
 from harness.provenance import environment
 from harness.task import Evaluation, TaskMetadata
 
@@ -31,8 +32,9 @@ def task_record(
         "kind": meta.kind,
         "main_score": meta.main_score,
         "measures": list(meta.measures),
-        "lower_is_better": list(meta.extra.get("lower_is_better", ())),
+        "lower_is_better": [m for m in meta.measures if not higher_is_better(m)],
         "evaluator": meta.evaluator,
+        "plot_parameters": list(meta.plot_parameters),  # what `harness plot` draws the main score against
         "params": params,
         "measure_settings": evaluation.settings,
         "data": data,

@@ -2,14 +2,13 @@
 
 A run's folder holds `result.json` (scores and provenance), `details.jsonl` (one row per scored
 problem or query, what confidence intervals resample), `checkpoint/` (the fitted system) and, for
-verification tasks, `answers.jsonl` (PAN format, one answer per test problem). A finished run is kept, not
-recomputed; a run that crashed after fitting resumes from its checkpoint.
+tasks whose evaluation gives answers (verification), `answers.jsonl` (PAN format, one answer per test
+problem). A finished run is kept, not recomputed; a run that crashed after fitting resumes from its checkpoint.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -21,10 +20,10 @@ from typing import Any, NamedTuple
 from harness import registry
 from harness.errors import HarnessError
 from harness.files import atomic_write, sha256_files, write_jsonl
+from harness.params import build
 from harness.progress import duration
 from harness.results import RESULT_NAME, build_result, read_result, task_record, write_result
 from harness.system import constructor_params
-from harness.task import Evaluation
 from toolkit.seeding import seed_everything
 
 logger = logging.getLogger("harness")
@@ -41,13 +40,8 @@ class RunOutcome(NamedTuple):
 
 
 def _construct(cls: Any, kind: str, name: str, params: dict[str, Any]) -> Any:
-    """Build a registered class from named constructor parameters, rejecting unknown names."""
-    accepted = inspect.signature(cls).parameters
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        takes = ", ".join(accepted) or "none"
-        raise HarnessError(f"{kind} {name!r} has no parameter(s) {', '.join(unknown)}; it takes: {takes}")
-    return cls(**params)
+    """Build a registered class from named (or dotted, for parts) constructor parameters; unknown names are refused."""
+    return build(cls, params, label=f"{kind} {name!r}")
 
 
 def make_system(system_name: str, params: dict[str, Any]) -> Any:
@@ -148,11 +142,10 @@ def run(
         with atomic_write(fingerprint_path) as handle:
             handle.write(fit_fingerprint + "\n")
 
-    if meta.kind == "verification":
-        evaluation = _evaluate_verification(task, system, test, run_dir, timings)
-    else:
-        with duration("evaluate", timings):
-            evaluation = task.evaluate(system, test)
+    with duration("evaluate", timings):
+        evaluation = task.evaluate(system, test)
+    if evaluation.answers:
+        write_jsonl(run_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in evaluation.answers))
     timings["total"] = round(time.perf_counter() - started, 6)
 
     task_section = task_record(
@@ -184,18 +177,6 @@ def run(
     return RunOutcome(run_dir, result, reused=False)
 
 
-def _evaluate_verification(task: Any, system: Any, test: Any, run_dir: Path, timings: dict[str, float]) -> Evaluation:
-    """Answer every test problem, write PAN's answers.jsonl, score with the official evaluator."""
-    with duration("predict", timings):
-        answers = system.predict(test.problems)
-    _check_answers(answers, test)
-    write_jsonl(run_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in answers))
-    with duration("score", timings):
-        scores = task.score(answers, test)
-    details = [{"id": a.id, "value": a.value, "same": test.truth[a.id].same} for a in answers]
-    return Evaluation(scores=scores, details=details)
-
-
 def is_main_process() -> bool:
     """False in the non-zero ranks of a torchrun launch (read from the environment, no torch import)."""
     return int(os.environ.get("RANK", "0")) == 0
@@ -207,17 +188,6 @@ def _size(data: Any) -> int:
         if hasattr(data, attribute):
             return len(getattr(data, attribute))
     return len(data)
-
-
-def _check_answers(answers: list[Any], test: Any) -> None:
-    """A system must answer each test problem once, in [0, 1]; anything else is a system bug."""
-    expected = [p.id for p in test.problems]
-    got = [a.id for a in answers]
-    if got != expected:
-        raise HarnessError(f"the system returned {len(got)} answers for {len(expected)} problems, or out of order")
-    bad = [a for a in answers if not (0.0 <= a.value <= 1.0)]
-    if bad:
-        raise HarnessError(f"the system returned {len(bad)} answers outside [0, 1], e.g. {bad[0]}")
 
 
 def _checkpoint_checksum(checkpoint_dir: Path) -> str | None:

@@ -1,12 +1,13 @@
-"""What a task is: declared, validated metadata plus loading and scoring of its data."""
+"""What a task is: declared, validated metadata, loading its data and evaluating a system on it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
+from harness.metrics.table import is_known
 from harness.records import Answer
 
 TASK_KINDS = ("verification", "retrieval", "linking")
@@ -26,36 +27,26 @@ class TaskMetadata:
     evaluator: str | None = None  # PAN evaluator profile, for verification tasks
     citation: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # task parameters worth a figure of the main score against them (e.g. episode length), drawn by
+    # `harness plot`/`report` when runs vary them
+    plot_parameters: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:
             raise ValueError(f"task {self.name}: kind must be one of {TASK_KINDS}, not {self.kind!r}")
         if self.main_score not in self.measures:
             raise ValueError(f"task {self.name}: main score {self.main_score!r} is not among its measures")
+        unknown = [m for m in self.measures if not is_known(m)]
+        if unknown:
+            raise ValueError(f"task {self.name}: measures {unknown} are not in the measure table (harness.metrics)")
+        if "lower_is_better" in self.extra:
+            raise ValueError(f"task {self.name}: a measure's direction comes from the measure table, not from extra")
         if not self.version:
             raise ValueError(f"task {self.name}: a version is required")
 
 
-class Task(Protocol):
-    """A task adapter: reads a dataset's files into records and scores answers against truth."""
-
-    metadata: ClassVar[TaskMetadata]
-
-    def load(self, data_dir: Path, split: str) -> Any:
-        """Read one split (with its truth) from a dataset folder."""
-        ...
-
-    def load_inputs(self, input_dir: Path) -> Any:
-        """Read problems only, no truth: what TIRA gives a system."""
-        ...
-
-    def score(self, answers: Sequence[Answer], data: Any) -> dict[str, float]:
-        """Score answers against the split's truth with the task's official measures."""
-        ...
-
-
 class Evaluation(NamedTuple):
-    """What scoring a system on a split gives: scores, one row per scored item, and plot data."""
+    """What evaluating a system on a split gives: scores, one row per scored item, plot data, answers."""
 
     scores: dict[str, float]
     # one row per problem or query (e.g. its id, answer and label, or its first-match rank):
@@ -63,13 +54,78 @@ class Evaluation(NamedTuple):
     details: list[dict[str, Any]]
     curves: dict[str, Any] = {}  # the numbers behind plots (ROC/DET points, EER against sample size)
     settings: dict[str, Any] = {}  # parameters of the measures (e.g. minDCF's p_target, c_miss, c_fa)
+    # the system's answers, one per problem, where the task has answers (verification): the runner
+    # writes them as answers.jsonl, the file TIRA and PAN's evaluator read
+    answers: tuple[Answer, ...] = ()
 
 
-class EmbeddingTask(Protocol):
-    """A retrieval or linking task: it embeds its samples with the system and ranks or links them."""
+class Task(Protocol):
+    """A task adapter: reads a dataset's splits into records and evaluates a system on one of them.
+
+    Every kind has this one shape: verification tasks ask the system for answers and score them,
+    retrieval and linking tasks ask it for embeddings and rank or link them.
+    """
 
     metadata: ClassVar[TaskMetadata]
 
-    def load(self, data_dir: Path, split: str) -> Any: ...
+    def load(self, data_dir: Path, split: str) -> Any:
+        """Read one split (with its truth) from a dataset folder."""
+        ...
 
-    def evaluate(self, system: Any, data: Any) -> Evaluation: ...
+    def evaluate(self, system: Any, data: Any) -> Evaluation:
+        """Run the system on a loaded split and score it with the task's official measures."""
+        ...
+
+
+@runtime_checkable
+class PanAnswers(Protocol):
+    """A capability beside `Task`: answers as PAN answer files, the way TIRA runs and PAN scores them.
+
+    `harness predict` (answer problems given without truth) and `harness score` (the official evaluator
+    on an answers file, optionally recorded for the leaderboard) work with the tasks that have it.
+    """
+
+    def load_inputs(self, input_dir: Path) -> Any:
+        """Read problems only, no truth: what TIRA gives a system."""
+        ...
+
+    def answer(self, system: Any, data: Any) -> list[Answer]:
+        """One answer per problem of `load_inputs`' data, in order, whatever the texts look like."""
+        ...
+
+    def read_truth(self, path: Path) -> Mapping[str, Any]:
+        """Truth by problem id, from a truth file or a folder holding one."""
+        ...
+
+    def read_answers(self, path: Path) -> dict[str, float]:
+        """Answer values by problem id, from a PAN answers file."""
+        ...
+
+    def score_truth(
+        self,
+        answers: Mapping[str, float],
+        truth: Mapping[str, Any],
+        *,
+        profile: str | None = None,
+        answers_path: Path | None = None,
+    ) -> dict[str, float]:
+        """Score answers against truth; `profile` names another evaluator profile than the task's."""
+        ...
+
+    def write_scores(self, scores: Mapping[str, float], output_dir: Path, *, overwrite: bool = False) -> list[Path]:
+        """Write the evaluator's output files (refusing to replace them unless `overwrite`)."""
+        ...
+
+    def record_answers(
+        self,
+        truth_path: Path,
+        truth: Mapping[str, Any],
+        answers: Mapping[str, float],
+        scores: dict[str, float],
+        *,
+        system_name: str,
+        record_dir: Path,
+        answers_path: Path,
+    ) -> dict[str, Any]:
+        """Write a result (result.json + details.jsonl) for answers made elsewhere, for the leaderboard."""
+        ...

@@ -196,3 +196,43 @@ def test_score_reproduces_run_scores_and_writes_tira_files(finished_run: Path, t
     assert code == 0, text
     pan20_scores = json.loads((out / "out.json").read_text(encoding="utf-8"))
     assert set(pan20_scores) == {"auc", "c_at_1", "f1", "f_05_u", "overall"}
+
+
+def test_run_times_the_evaluation_as_one_step(finished_run: Path):
+    result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
+    assert set(result["timings_s"]) == {"load", "fit", "evaluate", "total"}
+    assert result["task"]["plot_parameters"] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "task"),
+    [
+        (["predict", "--system", "cngdist", "--input", "IN", "--output", "OUT"], "darkweb"),
+        (["score", "--truth", "IN", "--answers", "IN"], "reddit"),
+    ],
+)
+def test_predict_and_score_refuse_tasks_without_pan_answers(tmp_path: Path, command: list[str], task: str):
+    (tmp_path / "IN").mkdir()
+    args = [sys.executable, "-m", "harness.cli", *command, "--task", task]
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == f"error: task '{task}' has no PAN answers; predict/score work with: pan23, pan-classic, pan20"
+    assert not (tmp_path / "OUT").exists()
+
+
+def test_framework_imports_no_task_or_system():
+    """harness/ names tasks and systems only through the registry's import paths (strings)."""
+    import ast
+
+    harness_dir = Path(__file__).resolve().parents[1] / "harness"
+    for path in sorted(harness_dir.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            assert not [n for n in names if n.split(".")[0] in ("tasks", "systems")], f"{path}: imports {names}"

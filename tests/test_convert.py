@@ -12,8 +12,9 @@ import pytest
 
 from harness.errors import DataError, HarnessError
 from tasks.pan import convert as convert_module
+from tasks.pan.classic import PanClassicTask
 from tasks.pan.convert import convert_classic_to_jsonl
-from tasks.pan.task import Pan23Task, PanClassicTask
+from tasks.pan.pan23 import Pan23Task
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -68,6 +69,24 @@ def test_convert_small_corpus(tmp_path: Path) -> None:
         {"id": "P02", "same": False, "authors": ["P02-known", "P02-unknown"]},
     ]
     assert sorted(p.name for p in (tmp_path / "out" / "train").iterdir()) == ["pairs.jsonl", "truth.jsonl"]
+
+
+def test_cli_convert_goes_through_the_registry(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness import registry
+    from harness.cli import main
+
+    assert registry.converter("pan-classic") is convert_classic_to_jsonl
+    src = small_corpus(tmp_path / "corpus")
+    for args, out in (([], tmp_path / "default"), (["--from", "pan-classic"], tmp_path / "named")):
+        result = CliRunner().invoke(main, ["convert", str(src), str(out), *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("converted 2 problems")
+    for name in ("pairs.jsonl", "truth.jsonl"):
+        assert (tmp_path / "default" / name).read_bytes() == (tmp_path / "named" / name).read_bytes()
+    result = CliRunner().invoke(main, ["convert", str(src), str(tmp_path / "default")])
+    assert result.exit_code == 2 and "already exist" in result.output
 
 
 def test_convert_without_truth_writes_pairs_only(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ def run(*args: str) -> str:
 
 
 def test_multitask_nbcsauthor_and_tfidf_on_real_posts(forum_posts_file: Path, tmp_path: Path):
-    params = [f"--param={key}={json.dumps(value)}" for key, value in {**TINY_PARAMS, "epochs": 1}.items()]
+    params = [f"--param={key}={json.dumps(value)}" for key, value in {**TINY_PARAMS, "training.epochs": 1}.items()]
     common = ["--task", "darkweb", "--data", str(forum_posts_file.parent), "--out", str(tmp_path)]
     # the 75 persons first by name hash include one migrant with test episodes in two markets (campus
     # and admissions) and two with training episodes in two markets (CROSS labels)

@@ -57,7 +57,6 @@ def test_bad_parameters_are_refused():
         {"episode_length": 4},
         {"min_posts": 9},
         {"multitask": True, "market": "campus"},
-        {"metric": "dot"},
         {"author_share": 0.0},
     ):
         with pytest.raises(HarnessError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tasks.darkweb import DarkwebTask
 from tasks.darkweb.evaluation import evaluate_embeddings, sample_queries
 from tasks.darkweb.records import Episode
 
@@ -87,3 +88,33 @@ def test_embedding_shape_is_checked():
         evaluate_embeddings(EMB[:3], EPISODES)
     with pytest.raises(ValueError, match="nothing to evaluate"):
         evaluate_embeddings(EMB[:1], EPISODES[:1])
+
+
+class FixedSystem:
+    """Returns the same embeddings whatever it is given; compared by the metric it declares (if any)."""
+
+    name = "fixed"
+
+    def __init__(self, embeddings: np.ndarray, metric: str | None = None) -> None:
+        self.embeddings = embeddings
+        if metric is not None:
+            self.metric = metric
+
+    def embed(self, episodes):
+        return self.embeddings
+
+
+def test_the_system_declares_the_metric_not_the_task():
+    class Split:
+        episodes = EPISODES
+
+    # scaling rows changes Euclidean ranks but not cosine ranks
+    scaled = EMB * np.array([1.0, 3.0, 1.0, 0.5, 2.0, 1.0, 1.0, 4.0])[:, None]
+    task = DarkwebTask()
+    default = task.evaluate(FixedSystem(scaled), Split())
+    euclidean = task.evaluate(FixedSystem(scaled, "euclidean"), Split())
+    assert default.settings["metric"] == "cosine" and ranks(default) == ranks(evaluate_embeddings(EMB, EPISODES))
+    assert euclidean.settings["metric"] == "euclidean"
+    assert ranks(euclidean) == ranks(evaluate_embeddings(scaled, EPISODES, metric="euclidean")) != ranks(default)
+    with pytest.raises(TypeError):
+        DarkwebTask(metric="euclidean")  # no longer a task parameter

@@ -165,3 +165,87 @@ def test_cli_leaderboard_is_light_and_report_writes_everything(pan20_results: Pa
     assert {row["system"] for row in roc} == {r.result["system"]["name"] for r in find_runs([pan20_results])}
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 2 and "not empty" in again.output  # an earlier report is never overwritten
+
+
+def test_parameter_figures_come_from_the_results_task_section(tmp_path: Path):
+    from harness.leaderboard import Run
+    from harness.plotting import plot_parameter_figures
+
+    def run(task: str, system: str, length: int, mrr: float, declared: list[str] | None) -> Run:
+        section = {"name": task, "main_score": "mrr", "params": {"episode_length": length}}
+        if declared is not None:
+            section["plot_parameters"] = declared
+        return Run(
+            tmp_path / f"{task}-{system}-{length}",
+            {"task": section, "system": {"name": system}, "scores": {"mrr": mrr}},
+        )
+
+    runs = [run("forum", s, n, 0.1 * n, ["episode_length"]) for s in ("a", "b") for n in (1, 5)]
+    runs += [run("undeclared", "a", n, 0.5, None) for n in (1, 5)]  # recorded before the field: no figure
+    written = plot_parameter_figures(runs, tmp_path / "plots")
+    assert sorted(p.name for p in written) == [f"mrr-by-episode_length-forum.{s}" for s in ("csv", "pdf", "png")]
+    rows = list(csv.DictReader((tmp_path / "plots" / "mrr-by-episode_length-forum.csv").read_text().splitlines()))
+    assert [(r["system"], r["episode_length"], float(r["mrr_mean"])) for r in rows] == [
+        ("a", "1", 0.1), ("a", "5", 0.5), ("b", "1", 0.1), ("b", "5", 0.5)
+    ]  # fmt: skip
+
+
+def write_ranking_run(folder: Path, system: str, ranks: list[int], task: dict) -> Path:
+    """A finished run of a ranking task: result.json with the scores its ranks give, and one detail row per query."""
+    from harness.metrics.ranking import ranking_scores
+    from harness.results import RESULT_SCHEMA_VERSION, write_result
+
+    scores = ranking_scores(ranks, task["measures"])
+    result = {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "task": task,
+        "system": {"name": system, "params": {}},
+        "seeds": {"seed": 0},
+        "scores": {name: scores[name] for name in task["measures"]},
+    }
+    details = [{"query": f"q{i}", "rank": rank} for i, rank in enumerate(ranks)]
+    write_result(folder / system, result, details)
+    return folder / system / "result.json"
+
+
+def test_direction_comes_from_the_measure_table_not_the_result_file(tmp_path: Path):
+    # mean_rank (lower is better) is the main score; the files record no direction at all
+    task = {"name": "ranks", "version": "1", "main_score": "mean_rank", "measures": ["mean_rank", "mrr"]}
+    write_ranking_run(tmp_path, "close", [1, 1, 2, 5, 1, 3] * 5, task)
+    write_ranking_run(tmp_path, "far", [3, 4, 6, 8, 2, 9] * 5, task)
+    (table,) = build_tables(find_runs([tmp_path]), ci=True, significance=True, resamples=50)
+    assert table.lower_is_better == {"mean_rank"}
+    assert [row.label for row in table.rows] == ["close", "far"]  # the lower mean rank first
+    assert table.best("mean_rank") == table.rows[0].mean["mean_rank"] == pytest.approx(13 / 6)
+    assert "| close | 1 | **2.167** | **0.672** |" in render([table], "markdown")
+    # the new measure is resampled through the table like any other: no change in the leaderboard was needed
+    low, high = table.rows[0].ci
+    assert low <= 13 / 6 <= high and high - low > 0.1
+    assert table.rows[1].p_value is not None and table.rows[1].p_value < 0.05
+
+
+def test_old_result_files_keep_their_recorded_direction_for_names_the_table_lacks(tmp_path: Path):
+    task = {"name": "old", "version": "1", "main_score": "mrr", "measures": ["mrr"]}
+    for system, ranks in (("a", [1, 2]), ("b", [1, 1])):
+        path = write_ranking_run(tmp_path, system, ranks, task)
+        result = json.loads(path.read_text(encoding="utf-8"))
+        # written by an older harness: a measure this table does not know, and its direction recorded
+        result["task"] |= {"measures": ["mrr", "legacy_cost", "eer"], "lower_is_better": ["legacy_cost"]}
+        result["scores"] |= {"legacy_cost": len(system), "eer": 0.1}
+        path.write_text(json.dumps(result), encoding="utf-8")
+    (table,) = build_tables(find_runs([tmp_path]))
+    assert table.lower_is_better == {"legacy_cost", "eer"}  # eer from the table, though the file omits it
+    assert [row.label for row in table.rows] == ["b", "a"]
+
+
+def test_item_statistics_resample_a_measure_added_to_the_table_only():
+    from harness.metrics.ranking import mean_rank_from_ranks
+
+    ranks = np.array([1, 4, 0, 2, 7, 1, 3, 1, 0, 2])
+    cols = columns([{"query": str(i), "rank": int(r)} for i, r in enumerate(ranks)])
+    compute = measure_function({"task": {}}, "mean_rank", cols)
+    assert compute(cols) == mean_rank_from_ranks(ranks) == 21 / 8  # queries without a match left out
+    low, high = bootstrap_interval(compute, cols, resamples=200)
+    assert low < 21 / 8 < high
+    with pytest.raises(HarnessError, match="'mean_rank' cannot be recomputed from verification answers"):
+        measure_function({"task": {}}, "mean_rank", columns([{"id": "a", "value": 0.9, "same": True}]))

@@ -1,4 +1,4 @@
-"""Ranking (MRR, recall@k) and linking (EER, minDCF, DET) measures against plain Python loops."""
+"""Ranking (MRR, recall@k, mean rank) and linking (EER, minDCF, DET) measures against plain Python loops."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from harness.metrics.linking import det_curve, eer, min_dcf
 from harness.metrics.ranking import (
     first_relevant_ranks,
+    mean_rank_from_ranks,
     mrr,
-    mrr_from_ranking,
+    mrr_from_ranks,
+    ranking_scores,
     recall_at_k,
-    recall_at_k_from_ranking,
+    recall_at_k_from_ranks,
 )
 
 # ---- brute-force references ------------------------------------------------------------------
@@ -182,27 +184,59 @@ def test_ranking_input_errors() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(ranking_problem())
-def test_from_ranking_agrees_with_matrix_version(problem) -> None:
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=30), st.integers(1, 12))
+def test_measures_from_ranks_match_plain_loops(ranks, k) -> None:
+    matched = [r for r in ranks if r > 0]  # rank 0 = no match: left out of the mean
+    if not matched:
+        for measure in (mrr_from_ranks, mean_rank_from_ranks):
+            with pytest.raises(ValueError, match="no query has a matching item"):
+                measure(ranks)
+        return
+    assert mrr_from_ranks(ranks) == pytest.approx(sum(1 / r for r in matched) / len(matched), abs=1e-12)
+    assert recall_at_k_from_ranks(ranks, k) == pytest.approx(sum(r <= k for r in matched) / len(matched), abs=1e-12)
+    assert mean_rank_from_ranks(ranks) == pytest.approx(sum(matched) / len(matched), abs=1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ranking_problem(), st.integers(1, 8))
+def test_matrix_measures_are_the_rank_measures_of_their_ranks(problem, k) -> None:
     scores, relevant, _ = problem
     assume(relevant.any(axis=1).all())
-    # rank every item, breaking ties pessimistically, and read the relevance in that order
-    ranked = np.array(
-        [
-            [relevant[q, j] for j in sorted(range(scores.shape[1]), key=lambda j: (-scores[q, j], relevant[q, j]))]
-            for q in range(scores.shape[0])
-        ]
-    )
-    assert mrr_from_ranking(ranked) == pytest.approx(mrr(scores, relevant), abs=1e-12)
-    for k in range(1, scores.shape[1] + 1):
-        assert recall_at_k_from_ranking(ranked, k) == pytest.approx(recall_at_k(scores, relevant, k), abs=1e-12)
+    ranks = first_relevant_ranks(scores, relevant)
+    assert mrr(scores, relevant) == mrr_from_ranks(ranks)  # the same floats, not just close
+    assert recall_at_k(scores, relevant, k) == recall_at_k_from_ranks(ranks, k)
 
 
-def test_from_ranking_truncated_lists() -> None:
-    ranked = np.array([[False, True, False], [False, False, False], [True, False, False]])
-    assert mrr_from_ranking(ranked) == pytest.approx((1 / 2 + 0 + 1) / 3)
-    assert recall_at_k_from_ranking(ranked, 1) == pytest.approx(1 / 3)
-    assert recall_at_k_from_ranking(ranked, 3) == pytest.approx(2 / 3)
+def test_mean_rank_by_hand() -> None:
+    assert mean_rank_from_ranks([1, 3, 0, 2, 12]) == 4.5  # (1 + 3 + 2 + 12) / 4; the unmatched query is left out
+    assert mean_rank_from_ranks(np.array([1, 1])) == 1.0
+
+
+def test_ranking_scores_by_name_with_query_counts() -> None:
+    ranks = np.array([1, 3, 0, 2, 12])
+    scores = ranking_scores(ranks, ("mrr", "recall_at_2", "recall_at_10", "mean_rank"))
+    assert scores == {
+        "mrr": pytest.approx((1 + 1 / 3 + 1 / 2 + 1 / 12) / 4),
+        "recall_at_2": 0.5,
+        "recall_at_10": 0.75,
+        "mean_rank": 4.5,
+        "queries": 4.0,
+        "queries_without_match": 1.0,
+    }
+    assert list(scores)[:4] == ["mrr", "recall_at_2", "recall_at_10", "mean_rank"]  # in the order asked
+    with pytest.raises(ValueError, match="not computed from ranks"):
+        ranking_scores(ranks, ("eer",))
+    with pytest.raises(KeyError, match="unknown measure 'recall_at_0'"):
+        ranking_scores(ranks, ("recall_at_0",))
+
+
+def test_rank_input_errors() -> None:
+    with pytest.raises(ValueError, match="1-D"):
+        mrr_from_ranks(np.ones((2, 2), dtype=int))
+    with pytest.raises(ValueError, match="1-based"):
+        mrr_from_ranks([1, -1])
+    with pytest.raises(ValueError, match="k must"):
+        recall_at_k_from_ranks([1, 2], 0)
 
 
 # ---- linking ---------------------------------------------------------------------------------

@@ -11,11 +11,12 @@ from pathlib import Path
 WORKER = """
 import json, os, sys
 import torch
+from harness.params import build
 from systems.nbcsauthor.system import EpisodeAuthor
 from helpers.darkweb_data import TINY_PARAMS, synthetic_split
 
 torch.set_num_threads(1)
-system = EpisodeAuthor(**{**TINY_PARAMS, "epochs": 2})
+system = build(EpisodeAuthor, {**TINY_PARAMS, "training.epochs": 2})
 system.fit(synthetic_split("train", multitask=True), seed=3)
 weights = dict(system._encoder.named_parameters())  # BatchNorm statistics are per process: rank 0's are saved
 summary = {

@@ -1,4 +1,4 @@
-"""NBC-Softmax against a plain Python computation of the paper's eq. 7-11; the library losses run."""
+"""NBC-Softmax against a plain Python computation of the paper's eq. 7-11; every loss part builds a loss that trains."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ import random
 import pytest
 import torch
 
-from systems.nbcsauthor.losses import LOSSES, NBCSoftmax, class_centres, make_loss, negative_block_loss
+from systems.nbcsauthor.losses import (
+    LOSSES,
+    ArcFace,
+    CosFace,
+    NBCSoftmax,
+    NBCSoftmaxLoss,
+    class_centres,
+    negative_block_loss,
+)
 
 
 def plain_nbc(z: list[list[float]], labels: list[int], weight: list[list[float]], bias: list[float], tau, alpha):
@@ -50,7 +58,8 @@ def test_nbc_softmax_matches_plain_python(seed: int):
     labels = [rng.choice([0, 2, 3, 5]) for _ in range(n)]
     z = [[rng.gauss(0, 1) for _ in range(dim)] for _ in range(n)]
     tau, alpha = rng.choice([0.2, 0.3, 1.0]), rng.choice([0.5, 0.25, 1.0])
-    loss = NBCSoftmax(classes, dim, tau=tau, alpha=alpha).double()
+    loss = NBCSoftmax(tau=tau, alpha=alpha).build(classes, dim).double()
+    assert isinstance(loss, NBCSoftmaxLoss)
     weight = loss.softmax.classifier.weight.tolist()
     bias = loss.softmax.classifier.bias.tolist()
     got = loss(torch.tensor(z, dtype=torch.float64), torch.tensor(labels))
@@ -77,12 +86,13 @@ def test_nbc_term_pushes_class_centres_apart():
     assert negative_block_loss(step, labels, 0.2) < before
 
 
-@pytest.mark.parametrize("name", LOSSES)
-def test_every_loss_trains_its_parameters(name: str):
+@pytest.mark.parametrize("part", LOSSES, ids=lambda part: part.name)
+def test_every_loss_trains_its_parameters(part: type):
+    name = part.name
     torch.manual_seed(0)
     z = torch.randn(12, 6, requires_grad=True)
     labels = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 0, 1])
-    loss = make_loss(name, 5, 6)
+    loss = part().build(5, 6)
     value = loss(z, labels)
     value.backward()
     assert torch.isfinite(value) and z.grad is not None and z.grad.abs().sum() > 0
@@ -90,5 +100,9 @@ def test_every_loss_trains_its_parameters(name: str):
         assert all(p.grad is not None for p in loss.parameters())  # class weights of their own
     if name in ("cosface", "arcface", "multi_similarity", "contrastive"):
         assert type(loss.loss).__module__.startswith("pytorch_metric_learning")
-    with pytest.raises(ValueError, match="loss must be one of"):
-        make_loss("triplet", 5, 6)
+
+
+def test_library_loss_fields_reach_the_library():
+    assert (CosFace(margin=0.2, scale=30.0).build(4, 3).loss.margin, ArcFace().build(4, 3).loss.scale) == (0.2, 64.0)
+    with pytest.raises(ValueError, match=r"alpha must lie in \[0, 1\], got 1.5"):
+        NBCSoftmax(alpha=1.5)

@@ -11,11 +11,20 @@ import torch
 from helpers.darkweb_data import TINY_PARAMS, synthetic_split
 
 from harness.errors import HarnessError
+from harness.params import build
 from harness.system import constructor_params
-from systems.nbcsauthor.graph import META_PATHS, build_graph, meta_path_edges, subforum_vectors
-from systems.nbcsauthor.model import TextCNN
-from systems.nbcsauthor.system import SYSML, EpisodeAuthor, EpisodeCNN
-from systems.nbcsauthor.tfidf import EpisodeTfidf
+from systems.baselines.forum_tfidf import EpisodeTfidf
+from systems.nbcsauthor.graph import (
+    META_PATHS,
+    Metapath2Vec,
+    RandomInit,
+    build_graph,
+    meta_path_edges,
+    subforum_vectors,
+)
+from systems.nbcsauthor.losses import CosFace, NBCSoftmax, Softmax
+from systems.nbcsauthor.model import EpisodeEncoderConfig, TextCNN
+from systems.nbcsauthor.system import SYSML, EpisodeAuthor, EpisodeCNN, Training, migrate_legacy
 from systems.nbcsauthor.tokenizer import PAD_ID, PostTokenizer
 from tasks.darkweb.evaluation import evaluate_embeddings
 
@@ -25,33 +34,82 @@ def splits():
     return synthetic_split("train", multitask=True), synthetic_split("test")
 
 
-def test_registered_names_differ_only_in_defaults():
-    assert (EpisodeAuthor().loss, EpisodeAuthor().pooling) == ("nbc_softmax", "transformer")
-    assert (SYSML().loss, SYSML().pooling) == ("softmax", "transformer")
-    assert (EpisodeCNN().loss, EpisodeCNN().pooling) == ("softmax", "mean")
+LEGACY = Path(__file__).resolve().parent / "fixtures" / "nbcsauthor-legacy-checkpoint"
+
+
+def tiny(cls: type = EpisodeAuthor, **changes):
+    """A tiny system; `changes` in dotted form with "__" for the dot (training__epochs=1)."""
+    return build(cls, {**TINY_PARAMS, **{key.replace("__", "."): value for key, value in changes.items()}})
+
+
+def test_registered_names_differ_only_in_default_parts():
+    assert (EpisodeAuthor().loss, EpisodeAuthor().encoder.pooling) == (NBCSoftmax(tau=0.2, alpha=0.5), "transformer")
+    assert (SYSML().loss, SYSML().encoder.pooling) == (Softmax(), "transformer")
+    assert (EpisodeCNN().loss, EpisodeCNN().encoder) == (Softmax(), EpisodeEncoderConfig(pooling="mean"))
     assert list(inspect.signature(SYSML).parameters) == list(inspect.signature(EpisodeAuthor).parameters)
-    assert constructor_params(SYSML(loss="cosface"))["loss"] == "cosface"
+    assert constructor_params(SYSML(loss=CosFace()))["loss"] == {"name": "cosface", "margin": 0.35, "scale": 64.0}
+    # a part's fields start from the registered name's default part
+    assert build(EpisodeCNN, {"encoder.text_dim": 64}).encoder == EpisodeEncoderConfig(pooling="mean", text_dim=64)
     with pytest.raises(HarnessError, match="loss must be one of"):
         EpisodeAuthor(loss="triplet")
-    with pytest.raises(HarnessError, match="must divide"):
-        EpisodeAuthor(heads=3)
+
+
+def test_parameters_nest_build_and_refuse_in_one_line():
+    system = build(
+        SYSML,
+        {
+            "encoder.heads": 8,
+            "loss": "nbc_softmax",
+            "loss.tau": 0.3,
+            "graph_init": "random",
+            "training.lr": 0.01,
+            "device": "cpu",
+        },
+    )
+    assert system.encoder.heads == 8 and system.loss == NBCSoftmax(tau=0.3)
+    assert system.graph_init == RandomInit() and system.training == Training(lr=0.01) and system.device == "cpu"
+    assert constructor_params(build(EpisodeAuthor, constructor_params(system))) == constructor_params(system)
+    assert list(constructor_params(system)) == [
+        "encoder",
+        "loss",
+        "graph_init",
+        "training",
+        "device",
+        "mixed_precision",
+        "embed_batch_size",
+    ]
+    for params, message in (
+        (
+            {"encoder.heads": 3},
+            r"nbcsauthor: encoder: heads \(3\) must divide text_dim \+ time_dim \+ context_dim \(320\)",
+        ),
+        ({"encoder.vocab_size": 10}, "nbcsauthor: encoder: vocab_size must be at least 300, got 10"),
+        ({"encoder.pooling": "max"}, "encoder: pooling must be one of transformer, mean, not 'max'"),
+        ({"loss": "triplet"}, "nbcsauthor: loss must be one of arcface, contrastive, .*, not 'triplet'"),
+        ({"loss.alpha": 2}, r"nbcsauthor: loss: alpha must lie in \[0, 1\], got 2"),
+        ({"graph_init.walks_per_node": 0}, "graph_init: walks_per_node must be at least 1, got 0"),
+        ({"training.batch_size": 1}, "nbcsauthor: training: batch_size must be at least 2, got 1"),
+        ({"epochs": 3}, "nbcsauthor has no parameter.s. epochs; it takes: encoder, loss, graph_init, training"),
+    ):
+        with pytest.raises(HarnessError, match=message):
+            build(EpisodeAuthor, params)
 
 
 def test_fit_embed_and_checkpoint_round_trip(splits, tmp_path: Path):
     train, test = splits
-    system = EpisodeAuthor(**TINY_PARAMS)
+    system = tiny()
     system.fit(train, seed=0)
     info = system.info
     assert info["classes"] == {"alpha": 6, "beta": 6, "CROSS": 2} and info["graph_markets"] == ["alpha", "beta"]
     assert len(info["epochs"]) == 2 and all(e["seconds"] > 0 for e in info["epochs"])
     emb = system.embed(test.episodes)
-    assert emb.shape == (len(test.episodes), TINY_PARAMS["output_dim"]) and emb.dtype == np.float32
+    assert emb.shape == (len(test.episodes), TINY_PARAMS["encoder.output_dim"]) and emb.dtype == np.float32
     system.save(tmp_path / "ckpt")
     loaded = EpisodeAuthor.load(tmp_path / "ckpt")
     assert loaded.params() == system.params() and loaded.info == info
     np.testing.assert_allclose(loaded.embed(test.episodes), emb, rtol=1e-5, atol=1e-6)
     # the same seed trains the same model
-    again = EpisodeAuthor(**TINY_PARAMS)
+    again = tiny()
     again.fit(train, seed=0)
     np.testing.assert_allclose(again.embed(test.episodes), emb, rtol=1e-4, atol=1e-5)
     with pytest.raises(HarnessError, match="checkpoint is for system 'nbcsauthor'"):
@@ -61,15 +119,60 @@ def test_fit_embed_and_checkpoint_round_trip(splits, tmp_path: Path):
 @pytest.mark.parametrize("cls", [SYSML, EpisodeCNN])
 def test_other_names_round_trip(cls, splits, tmp_path: Path):
     train, test = splits
-    system = cls(**{**TINY_PARAMS, "epochs": 1})
+    system = tiny(cls, training__epochs=1)
     system.fit(train, seed=0)
     system.save(tmp_path / "ckpt")
     np.testing.assert_allclose(cls.load(tmp_path / "ckpt").embed(test.episodes[:6]), system.embed(test.episodes[:6]))
 
 
+def test_a_checkpoint_of_the_flat_format_loads_and_embeds_the_same(tmp_path: Path):
+    # written by the code before parts (see the fixture's README): flat parameters, the loss as a string
+    test = synthetic_split("test")
+    expected = np.load(LEGACY / "embeddings.npy")
+    system = EpisodeAuthor.load(LEGACY / "checkpoint")
+    assert system.loss == NBCSoftmax(tau=0.3, alpha=0.4) and system.graph_init == Metapath2Vec(walks_per_node=1)
+    assert system.training == Training(epochs=1, batch_size=8) and system.embed_batch_size == 16
+    assert system.encoder == EpisodeEncoderConfig(
+        vocab_size=300,
+        max_tokens=16,
+        token_dim=8,
+        filters=4,
+        text_dim=8,
+        time_dim=4,
+        context_dim=4,
+        output_dim=8,
+        layers=1,
+        heads=2,
+        ff_dim=16,
+    )
+    np.testing.assert_allclose(system.embed(test.episodes), expected, rtol=1e-5, atol=1e-6)
+    # saved again, it is in today's format, with the same outputs
+    system.save(tmp_path / "ckpt")
+    again = EpisodeAuthor.load(tmp_path / "ckpt")
+    assert again.params() == system.params() and again.params()["loss"]["name"] == "nbc_softmax"
+    np.testing.assert_allclose(again.embed(test.episodes), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_legacy_migration_of_other_losses_and_no_graph():
+    flat = {"loss": "softmax", "tau": 0.2, "alpha": 0.5, "pooling": "mean", "graph_init": False}
+    flat |= {"graph_epochs": 1, "graph_walks": 3, "epochs": 4, "lr": 0.01, "device": "cpu"}
+    migrated = migrate_legacy(flat)
+    assert migrated == {
+        "loss": "softmax",  # tau and alpha were NBC-Softmax's alone
+        "graph_init": "random",
+        "encoder.pooling": "mean",
+        "training.epochs": 4,
+        "training.lr": 0.01,
+        "device": "cpu",
+    }
+    system = build(EpisodeCNN, migrated)
+    assert (system.loss, system.graph_init, system.training) == (Softmax(), RandomInit(), Training(epochs=4, lr=0.01))
+    assert build(SYSML, migrate_legacy({"loss": "cosface", "tau": 0.2})).loss == CosFace()
+
+
 def test_training_learns_the_synthetic_authors(splits):
     train, test = splits
-    system = SYSML(**{**TINY_PARAMS, "epochs": 8, "lr": 0.01})
+    system = tiny(SYSML, training__epochs=8, training__lr=0.01)
     system.fit(train, seed=1)
     scores = evaluate_embeddings(system.embed(test.episodes), test.episodes).scores
     # 6 authors a market, 3 episodes each: chance MRR is about 0.4
@@ -79,7 +182,7 @@ def test_training_learns_the_synthetic_authors(splits):
 @pytest.mark.parametrize("loss", ["cosface", "multi_similarity"])
 def test_library_losses_fit(loss: str, splits):
     train, _ = splits
-    system = EpisodeAuthor(**{**TINY_PARAMS, "loss": loss, "epochs": 1})
+    system = tiny(loss=loss, training__epochs=1)
     system.fit(train._replace(multitask=False), seed=0)
     assert system.info["classes"] == {"all": 12}  # accounts: p0 and p1 count once per market
 

@@ -9,6 +9,7 @@ import pytest
 from helpers.reddit_data import DAY, T0, post, synthetic_posts, write_posts
 
 from harness.errors import HarnessError
+from harness.metrics.table import direction
 from tasks.forum.reader import read_forum_posts
 from tasks.reddit import Action, LinkingSet, RankingSet, RedditTask
 from tasks.reddit.actions import ActionEncoder, hour_of_day, subreddit_vocabulary
@@ -157,6 +158,17 @@ def test_linking_eer_and_min_dcf_on_hand_made_embeddings():
     assert det["p_fa"][0] == 1.0 and det["p_miss"][0] == 0.0 and det["p_fa"][-1] == 0.0 and det["p_miss"][-1] == 1.0
 
 
+def test_linking_true_rank_counts_ties_against_the_query():
+    # query A at 0: target A at 2 and C at -2 tie (distance 2), D at 1 is nearer -> A ranks 3rd, pessimistically
+    table = {"qA": [0.0], "tA": [2.0], "tC": [-2.0], "tD": [1.0]}
+    linking = LinkingSet(
+        ("A",), (sample("qA"),), ("A", "C", "D"), {1: (sample("tA"), sample("tC"), sample("tD"))}, None
+    )
+    kwargs = {"metric": "euclidean", "main_target_size": 1, "p_target": 0.05, "c_miss": 1.0, "c_fa": 2.0}
+    _, details, _ = evaluate_linking(TableSystem(table), linking, normalized=True, **kwargs)
+    assert [(d["true_score"], d["true_rank"]) for d in details] == [(-2.0, 3)]
+
+
 def test_staircase_keeps_exactly_the_corners():
     p_fa = np.array([1.0, 0.8, 0.6, 0.4, 0.2, 0.0])
     p_miss = np.array([0.0, 0.0, 0.0, 0.5, 0.5, 1.0])
@@ -203,7 +215,7 @@ def test_bad_parameters_are_refused(tmp_path: Path):
 def test_metadata():
     meta = RedditTask.metadata
     assert meta.name == "reddit" and meta.kind == "linking" and meta.main_score == "eer"
-    assert meta.extra["lower_is_better"] == ["eer", "min_dcf"]
+    assert [m for m in meta.measures if direction(m) == "lower"] == ["eer", "min_dcf"]  # from the measure table
     assert set(meta.measures) == {"mrr", "recall_at_4", "recall_at_8", "eer", "min_dcf"}
 
 

@@ -1,11 +1,13 @@
-"""Shared embedding machinery: similarities, exact kNN, first-match ranks."""
+"""Shared embedding machinery: the metric a system asks for, similarities, first-match ranks."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from toolkit.retrieval import knn, rank_of_first_match, ranking_scores, similarity
+from harness.errors import HarnessError
+from harness.metrics.ranking import ranking_scores
+from toolkit.retrieval import rank_of_first_match, similarity, system_metric
 
 
 def brute_ranks(emb: np.ndarray, labels: np.ndarray, metric: str) -> list[int]:
@@ -45,19 +47,25 @@ def test_query_is_excluded_by_index_not_by_value():
     # item 1 is an exact duplicate of query 0 and by the same author: it must still count
     ranks = rank_of_first_match(emb, labels, emb, labels, query_item_index=[0, 1, 2])
     assert ranks.tolist() == [1, 1, 0]
-    scores = ranking_scores(ranks, ks=(1,))
+    scores = ranking_scores(ranks, ("mrr", "recall_at_1"))
     assert scores["mrr"] == 1.0 and scores["queries"] == 2.0 and scores["queries_without_match"] == 1.0
 
 
-@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
-def test_knn_is_exact(metric):
-    rng = np.random.default_rng(5)
-    queries, items = rng.normal(size=(7, 4)), rng.normal(size=(40, 4))
-    scores, indices = knn(queries, items, 6, metric=metric)
-    full = similarity(queries, items, metric=metric)
-    expected = np.argsort(-full, axis=1, kind="stable")[:, :6]
-    assert np.array_equal(indices, expected)
-    assert np.allclose(scores, np.take_along_axis(full, expected, axis=1), atol=1e-4)
+def test_system_metric_is_the_systems_attribute_cosine_by_default():
+    class Plain:
+        name = "plain"
+
+    class Distances:
+        name = "distances"
+        metric = "euclidean"
+
+    class Odd:
+        name = "odd"
+        metric = "dot"
+
+    assert system_metric(Plain()) == "cosine" and system_metric(Distances()) == "euclidean"
+    with pytest.raises(HarnessError, match="'odd' asks for metric 'dot'"):
+        system_metric(Odd())
 
 
 def test_bad_inputs_are_refused():
@@ -66,4 +74,4 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="NaN"):
         similarity(np.array([[np.nan, 0.0]]), np.zeros((1, 2)))
     with pytest.raises(ValueError, match="no query"):
-        ranking_scores([0, 0])
+        ranking_scores([0, 0], ("mrr",))

@@ -14,14 +14,11 @@ import pytest
 
 from harness.errors import DataError, HarnessError
 from harness.records import Answer
-from tasks.pan import task as pan_verification
-from tasks.pan.task import (
-    PAN23_DISCOURSE_TYPES,
-    Pan23Task,
-    PanClassicTask,
-    classic_genre,
-    placeholder_authors,
-)
+from tasks.pan import classic as classic_module
+from tasks.pan import jsonl as jsonl_module
+from tasks.pan.classic import PanClassicTask
+from tasks.pan.folders import classic_genre, placeholder_authors
+from tasks.pan.pan23 import PAN23_DISCOURSE_TYPES, Pan23Task
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -246,7 +243,7 @@ def test_load_inputs_never_reads_truth(tmp_path: Path, monkeypatch: pytest.Monke
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("load_inputs read truth")
 
-    monkeypatch.setattr(pan_verification, "read_truth_jsonl", forbidden)
+    monkeypatch.setattr(jsonl_module, "read_truth_jsonl", forbidden)
     data = Pan23Task().load_inputs(folder)
     assert data.truth is None
     assert data.problems == expected
@@ -289,6 +286,43 @@ def test_score_delegates_to_the_pan23_evaluator() -> None:
         task.score([Answer("nope", 0.9)], data)
     with pytest.raises(HarnessError, match="no truth"):
         task.score(perfect, task.load_inputs(SAMPLE / "test"))
+
+
+class _FixedAnswers:
+    """A stand-in system that gives the answers it was built with."""
+
+    def __init__(self, answers: list[Answer]) -> None:
+        self.answers = answers
+
+    def predict(self, problems: object) -> list[Answer]:
+        return list(self.answers)
+
+
+def test_evaluate_predicts_checks_and_scores_as_score_does() -> None:
+    from harness.task import Evaluation
+
+    task = Pan23Task()
+    data = task.load(SAMPLE, "test")
+    answers = [Answer(p.id, 0.9 if i % 3 else 0.5) for i, p in enumerate(data.problems)]
+    evaluation = task.evaluate(_FixedAnswers(answers), data)
+    assert isinstance(evaluation, Evaluation)
+    assert evaluation.answers == tuple(answers)
+    assert evaluation.scores == task.score(answers, data)  # exactly: one scoring path
+    assert evaluation.details == [{"id": a.id, "value": a.value, "same": data.truth[a.id].same} for a in answers]
+    with pytest.raises(HarnessError, match="out of order"):
+        task.evaluate(_FixedAnswers(answers[::-1]), data)
+    with pytest.raises(HarnessError, match="out of order"):
+        task.evaluate(_FixedAnswers(answers[:-1]), data)
+    with pytest.raises(HarnessError, match=r"outside \[0, 1\]"):
+        task.evaluate(_FixedAnswers([*answers[:-1], Answer(answers[-1].id, 1.5)]), data)
+
+
+def test_pan_tasks_have_pan_answers_and_the_others_do_not() -> None:
+    from harness import registry
+    from harness.task import PanAnswers
+
+    able = {name for name in registry.TASKS if issubclass(registry.task_class(name), PanAnswers)}
+    assert able == {"pan23", "pan20", "pan-classic"}
 
 
 def test_metadata() -> None:
@@ -625,7 +659,7 @@ def test_classic_real_load_inputs_never_reads_truth(classic: dict[str, Path], mo
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("load_inputs read truth")
 
-    monkeypatch.setattr(pan_verification, "read_classic_truth", forbidden)
+    monkeypatch.setattr(classic_module, "read_classic_truth", forbidden)
     inputs = task.load_inputs(classic["pan14-novels"] / "test")
     assert inputs.truth is None and inputs.problems == full.problems
     assert inputs.checksum != full.checksum  # truth.txt is not among the files read

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.metrics.verification import PROFILES, evaluate_all
+from harness.metrics.verification import PROFILES
 from harness.records import NO_ANSWER, VerificationData
 
 # The calibrated ranges of PAN's baseline: answers avoid (0.49, 0.51) except for the 0.5 itself.
@@ -85,8 +85,8 @@ def fit_abstain_band(
 
     Every pair `p1 <= p2` from `band_grid(step)` is tried (4,950 pairs for step 0.01): the pairs
     with `p1 < p2` that PAN's baseline searches, plus `p1 == p2`, the bands of no width, so that the
-    fitted band is never worse on these data than the best plain threshold. The measure is
-    `harness.metrics.verification.evaluate_all(labels, calibrated, profile=profile)[objective]`.
+    fitted band is never worse on these data than the best plain threshold. The measure is `objective`
+    of the measure table (harness.metrics.table) for `profile`, computed on the calibrated scores.
 
     Ties (equal measure, compared exactly) go to the narrowest band, then to the lowest `p1`:
     abstaining is kept only where it pays.
@@ -119,18 +119,18 @@ def fit_abstain_band(
 
 
 def objective_function(objective: str, *, profile: str = "pan23") -> Callable[[np.ndarray, np.ndarray], float]:
-    """The measure `fit_abstain_band` maximises: a key of `evaluate_all`, or `auc_x_c_at_1` (PAN 2014-15)."""
+    """The measure `fit_abstain_band` maximises: one the profile defines in the measure table (e.g. `auc_x_c_at_1`)."""
+    from harness.metrics.table import answer_measures, measure_function
+
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
-    known = (*PROFILES[profile], "overall", "auc_x_c_at_1")
+    known = answer_measures(profile)
     if objective not in known:
         raise ValueError(f"unknown objective {objective!r} for profile {profile!r}; known: {', '.join(known)}")
+    compute = measure_function(objective, {"profile": profile})
 
     def measure(truth: np.ndarray, answers: np.ndarray) -> float:
-        result = evaluate_all(truth, answers, profile=profile)
-        if objective == "auc_x_c_at_1":
-            return float(result["auc"] * result["c_at_1"])
-        return float(result[objective])
+        return float(compute(truth, answers))
 
     return measure
 

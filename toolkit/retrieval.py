@@ -1,7 +1,8 @@
-"""Shared machinery for embedding tasks: similarity of embeddings, exact kNN, ranking evaluation.
+"""Shared machinery for embedding tasks: the metric a system asks for, similarity of embeddings, first-match ranks.
 
 Scores are similarities (higher = more alike): cosine, or the negative Euclidean distance.
-Every function here is exact; nothing is approximated for speed.
+Every function here is exact; nothing is approximated for speed. The measures computed from the
+ranks (MRR, R@k, ...) are harness.metrics'.
 """
 
 from __future__ import annotations
@@ -11,10 +12,23 @@ from typing import Any
 
 import numpy as np
 
+from harness.errors import HarnessError
 from harness.metrics.ranking import first_relevant_ranks
 
 METRICS = ("cosine", "euclidean")
 _BLOCK = 1024  # queries per block: bounds the similarity block to 1024 x n_items floats
+
+
+def system_metric(system: Any) -> str:
+    """The similarity a system's embeddings are compared with: its `metric` attribute, "cosine" if it has none.
+
+    "euclidean" scores a pair by the negative Euclidean distance (higher = same author), as
+    `similarity` does. Every embedding task asks the system this way, so a system declares it once.
+    """
+    metric = getattr(system, "metric", "cosine")
+    if metric not in METRICS:
+        raise HarnessError(f"system {getattr(system, 'name', system)!r} asks for metric {metric!r}; known: {METRICS}")
+    return metric
 
 
 def _check_metric(metric: str) -> None:
@@ -48,24 +62,6 @@ def similarity(queries: Any, items: Any, *, metric: str = "cosine") -> np.ndarra
     return -np.sqrt(np.maximum(squared, 0.0))
 
 
-def knn(queries: Any, items: Any, k: int, *, metric: str = "cosine") -> tuple[np.ndarray, np.ndarray]:
-    """Exact k nearest items of each query with faiss: (similarities, indices), best first."""
-    import faiss
-
-    _check_metric(metric)
-    q, x = _as_matrix(queries, "queries"), _as_matrix(items, "items")
-    k = min(k, x.shape[0])
-    if metric == "cosine":
-        index = faiss.IndexFlatIP(x.shape[1])
-        index.add(_unit_rows(x))
-        scores, indices = index.search(_unit_rows(q), k)
-        return scores, indices
-    index = faiss.IndexFlatL2(x.shape[1])
-    index.add(x)
-    squared, indices = index.search(q, k)
-    return -np.sqrt(np.maximum(squared, 0.0)), indices
-
-
 def rank_of_first_match(
     query_embeddings: Any,
     query_labels: Sequence[Any],
@@ -96,20 +92,3 @@ def rank_of_first_match(
             block, relevant, exclude=None if exclude is None else exclude[start:stop]
         )
     return ranks
-
-
-def ranking_scores(ranks: Any, ks: Sequence[int] = (1, 2, 5, 10)) -> dict[str, float]:
-    """MRR and R@k from first-match ranks; queries without a match (rank 0) are left out.
-
-    The count of queries used and of queries left out is returned with the scores.
-    """
-    ranks = np.asarray(ranks)
-    used = ranks[ranks > 0]
-    if used.size == 0:
-        raise ValueError("no query has a matching item: MRR and R@k are undefined")
-    scores = {"mrr": float(np.mean(1.0 / used))}
-    for k in ks:
-        scores[f"recall_at_{k}"] = float(np.mean(used <= k))
-    scores["queries"] = float(used.size)
-    scores["queries_without_match"] = float(ranks.size - used.size)
-    return scores

@@ -14,6 +14,10 @@ import numpy as np
 
 from harness.errors import HarnessError
 
+# The word analyzer's terms: words of any length ("I", "a" carry style) and each punctuation mark as a
+# term of its own; scikit-learn's default pattern drops both. Every word TF-IDF system uses it.
+WORD_TOKEN_PATTERN = r"(?u)\w+|[^\w\s]"
+
 
 class TfidfModel(NamedTuple):
     vocabulary: list[str]

@@ -1,6 +1,9 @@
-"""Ranking measures for retrieval tasks: MRR and recall@k over a query-by-item score matrix.
+"""Ranking measures for retrieval tasks: MRR, recall@k and mean rank, from first-match ranks.
 
-Conventions shared by all functions here:
+Every ranking measure is a function of the 1-based rank of each query's first relevant item
+(``*_from_ranks``), with 0 for a query that has none: such queries are left out of the mean.
+`first_relevant_ranks` computes those ranks from a query-by-item score matrix; `mrr` and
+`recall_at_k` do both steps. Conventions of the matrix functions:
 
 - ``scores[q, j]`` is the similarity of item j to query q; higher ranks first.
 - Ties are broken pessimistically: a non-relevant item with the same score as the best relevant
@@ -19,6 +22,7 @@ Conventions shared by all functions here:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -86,10 +90,58 @@ def _valid_ranks(ranks: np.ndarray, skip_empty: bool) -> np.ndarray:
     return ranks[~empty]
 
 
+def _matched(ranks: Any) -> np.ndarray:
+    """The ranks of the queries that have a match (rank > 0); ValueError if there are none."""
+    r = np.asarray(ranks)
+    if r.ndim != 1:
+        raise ValueError(f"ranks must be 1-D (one per query), got shape {r.shape}")
+    if np.any(r < 0):
+        raise ValueError("ranks must be 1-based, or 0 for a query without a match")
+    used = r[r > 0]
+    if used.size == 0:
+        raise ValueError("no query has a matching item: ranking measures are undefined")
+    return used
+
+
+def mrr_from_ranks(ranks: Any) -> float:
+    """Mean reciprocal rank over the queries with a match (rank 0 = no match, left out)."""
+    return float(np.mean(1.0 / _matched(ranks)))
+
+
+def recall_at_k_from_ranks(ranks: Any, k: int) -> float:
+    """Share of the queries with a match whose first match is ranked within the top k (R@k)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    return float(np.mean(_matched(ranks) <= k))
+
+
+def mean_rank_from_ranks(ranks: Any) -> float:
+    """Mean rank of the first match over the queries with a match (MnR; lower is better)."""
+    return float(np.mean(_matched(ranks)))
+
+
+def ranking_scores(ranks: Any, measures: Sequence[str]) -> dict[str, float]:
+    """The named ranking measures (e.g. "mrr", "recall_at_10") from first-match ranks, by the measure table.
+
+    The count of queries used and of queries left out (rank 0) is returned with the scores.
+    """
+    from harness.metrics.table import measure_function, resolve
+
+    r = np.asarray(ranks)
+    used = _matched(r)
+    scores = {}
+    for name in measures:
+        if resolve(name).measure.inputs != "ranks":
+            raise ValueError(f"measure {name!r} is not computed from ranks")
+        scores[name] = measure_function(name)(r)
+    scores["queries"] = float(used.size)
+    scores["queries_without_match"] = float(r.size - used.size)
+    return scores
+
+
 def mrr(scores: Any, relevant: Any, *, exclude: Any = None, skip_empty: bool = False) -> float:
     """Mean reciprocal rank of the first relevant item, with pessimistic ties (see module doc)."""
-    ranks = _valid_ranks(first_relevant_ranks(scores, relevant, exclude=exclude), skip_empty)
-    return float(np.mean(1.0 / ranks))
+    return mrr_from_ranks(_valid_ranks(first_relevant_ranks(scores, relevant, exclude=exclude), skip_empty))
 
 
 def recall_at_k(scores: Any, relevant: Any, k: int, *, exclude: Any = None, skip_empty: bool = False) -> float:
@@ -97,34 +149,4 @@ def recall_at_k(scores: Any, relevant: Any, k: int, *, exclude: Any = None, skip
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     ranks = _valid_ranks(first_relevant_ranks(scores, relevant, exclude=exclude), skip_empty)
-    return float(np.mean(ranks <= k))
-
-
-def _ranked(ranked_relevance: Any) -> np.ndarray:
-    r = np.asarray(ranked_relevance)
-    if r.ndim != 2 or r.dtype != np.bool_:
-        raise ValueError("ranked_relevance must be a boolean (queries x neighbours) matrix")
-    if r.shape[0] == 0:
-        raise ValueError("no queries")
-    return r
-
-
-def mrr_from_ranking(ranked_relevance: Any) -> float:
-    """MRR from ranked neighbour lists, e.g. of a kNN search.
-
-    ``ranked_relevance[q, i]`` says whether the i-th nearest neighbour of query q is relevant
-    (the query itself already removed). A query without a relevant neighbour in its list counts
-    as reciprocal rank 0, i.e. this is MRR@(list length).
-    """
-    r = _ranked(ranked_relevance)
-    hit = r.any(axis=1)
-    first = np.argmax(r, axis=1) + 1
-    return float(np.mean(np.where(hit, 1.0 / first, 0.0)))
-
-
-def recall_at_k_from_ranking(ranked_relevance: Any, k: int) -> float:
-    """Share of queries with a relevant neighbour among the first k of their ranked list."""
-    r = _ranked(ranked_relevance)
-    if not 1 <= k <= r.shape[1]:
-        raise ValueError(f"k must lie in [1, {r.shape[1]}] (the list length), got {k}")
-    return float(np.mean(r[:, :k].any(axis=1)))
+    return recall_at_k_from_ranks(ranks, k)

@@ -1,4 +1,4 @@
-"""PAN's authorship-verification measures: AUC, c@1, F1, F0.5u, Brier and their mean.
+"""PAN's authorship-verification measures: AUC, c@1, F1, F0.5u, Brier, their mean, and AUC x c@1.
 
 Pure functions, arrays in, a float out. `truth` holds the gold labels (1/True = same author),
 `scores` the systems' answers in [0, 1], where exactly 0.5 is a non-answer. The semantics are
@@ -14,7 +14,7 @@ AUC, c@1 and F1 are the same in both profiles.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -156,3 +156,21 @@ def evaluate_all(
     results = {name: measures[name]() for name in PROFILES[profile]}
     results["overall"] = float(np.mean(list(results.values())))
     return results
+
+
+def overall(
+    truth: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray, *, profile: str = "pan23"
+) -> float:
+    """The mean of a profile's measures, as its evaluator computes it."""
+    return evaluate_all(truth, scores, profile=profile)["overall"]
+
+
+def auc_x_c_at_1_from_results(results: Mapping[str, float]) -> float:
+    """AUC x c@1, the PAN 2014-2015 ranking score, from results holding `auc` and `c_at_1` (an evaluator's)."""
+    return results["auc"] * results["c_at_1"]
+
+
+def auc_x_c_at_1(truth: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray) -> float:
+    """AUC x c@1, the PAN 2014-2015 ranking score (Stamatatos et al. 2014)."""
+    y, s = _as_arrays(truth, scores)
+    return auc_x_c_at_1_from_results({"auc": auc(y, s), "c_at_1": c_at_1(y, s)})

@@ -5,10 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from systems.baselines.cngdist import TfidfCosineSystem
-
-# Words of any length ("I", "a" carry style) and each punctuation mark as a token of its own;
-# scikit-learn's default pattern drops both.
-TOKEN_PATTERN = r"(?u)\w+|[^\w\s]"
+from toolkit.tfidf import WORD_TOKEN_PATTERN
 
 
 class WordTfidf(TfidfCosineSystem):
@@ -37,5 +34,5 @@ class WordTfidf(TfidfCosineSystem):
             "analyzer": "word",
             "ngram_range": (1, self.max_ngram),
             "lowercase": self.lowercase,
-            "token_pattern": TOKEN_PATTERN,
+            "token_pattern": WORD_TOKEN_PATTERN,
         }

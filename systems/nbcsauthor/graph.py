@@ -7,12 +7,17 @@ to user, are walked with torch_geometric's MetaPath2Vec: UPTSTPU, UTSTPU, UPTSTU
 UPTU, UTPU. One skip-gram embedding table is shared by all seven: each meta-path has its own
 MetaPath2Vec walker, whose walks are mapped into the shared table's node numbering, and the
 shared table's MetaPath2Vec computes the negative-sampling loss.
+
+The system's `graph_init` part is `Metapath2Vec` (SYSML) or `RandomInit` (sub-forum rows left at
+their random initialisation: the "- graph context" ablation).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -140,3 +145,33 @@ def _to_shared_numbering(model: torch.nn.Module, shared: torch.nn.Module) -> tor
         size = model.end[kind] - start
         remap[start : start + size] = torch.arange(shared.start[kind], shared.start[kind] + size)
     return remap
+
+
+@dataclass(frozen=True)
+class Metapath2Vec:
+    """Initialise sub-forum rows by metapath2vec: `epochs` passes, `walks_per_node` walks per user
+    and meta-path."""
+
+    name: ClassVar[str] = "metapath2vec"
+    epochs: int = 1
+    walks_per_node: int = 3
+
+    def __post_init__(self) -> None:
+        if self.epochs < 0:
+            raise ValueError(f"epochs must be at least 0, got {self.epochs!r}")
+        if self.walks_per_node < 1:
+            raise ValueError(f"walks_per_node must be at least 1, got {self.walks_per_node!r}")
+
+    def vectors(self, posts: Sequence[ForumPost], *, dim: int, seed: int) -> dict[str, np.ndarray]:
+        """{sub-forum: vector} of one market's posts (see `subforum_vectors`)."""
+        return subforum_vectors(posts, dim=dim, epochs=self.epochs, walks_per_node=self.walks_per_node, seed=seed)
+
+
+@dataclass(frozen=True)
+class RandomInit:
+    """Leave sub-forum rows at their random initialisation (no graph)."""
+
+    name: ClassVar[str] = "random"
+
+
+GraphInit = Metapath2Vec | RandomInit

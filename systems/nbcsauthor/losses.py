@@ -1,8 +1,10 @@
 """Metric-learning objectives on episode embeddings z: NBC-Softmax (written here, paper eq. 7-11),
 SYSML's softmax, and CosFace, ArcFace, MultiSimilarity and contrastive from pytorch-metric-learning.
 
-Every loss is a module called as `loss(z, labels)` with integer class labels; the ones with class
-weights (softmax, NBC-Softmax, CosFace, ArcFace) own them, so a multitask model has one per head.
+Each loss is a part (a frozen dataclass of its settings, chosen with `--param loss=NAME`) whose
+`build(num_classes, dim)` makes the module, called as `loss(z, labels)` with integer class labels;
+the ones with class weights (softmax, NBC-Softmax, CosFace, ArcFace) own them, so a multitask model
+builds one per head.
 
 NBC-Softmax follows the paper's equations, not the authors' released `code.py` (gayanku/NBC-Softmax),
 which differs: it contrasts a learnt linear projection of z, takes the mean over classes of each
@@ -13,11 +15,12 @@ cross-entropy: with |C'| classes in a batch, l_NEG lies near log(|C'|^2 - |C'|) 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-LOSSES = ("nbc_softmax", "softmax", "cosface", "arcface", "multi_similarity", "contrastive")
 
 
 def _full(x: torch.Tensor) -> torch.Tensor:
@@ -60,7 +63,7 @@ class SoftmaxLoss(nn.Module):
         return F.cross_entropy(_full(self.classifier(z)), labels)
 
 
-class NBCSoftmax(nn.Module):
+class NBCSoftmaxLoss(nn.Module):
     """Eq. 11: alpha * softmax cross-entropy + (1 - alpha) * the negative block contrastive term."""
 
     def __init__(self, num_classes: int, dim: int, tau: float = 0.2, alpha: float = 0.5) -> None:
@@ -76,33 +79,103 @@ class NBCSoftmax(nn.Module):
 
 
 class MetricLearningLoss(nn.Module):
-    """A pytorch-metric-learning loss (CosFace, ArcFace, MultiSimilarity, contrastive), with defaults."""
+    """A pytorch-metric-learning loss module, given z in full precision."""
 
-    def __init__(self, name: str, num_classes: int, dim: int) -> None:
+    def __init__(self, loss: nn.Module) -> None:
         super().__init__()
-        from pytorch_metric_learning import losses
-
-        if name == "cosface":
-            self.loss = losses.CosFaceLoss(num_classes=num_classes, embedding_size=dim)
-        elif name == "arcface":
-            self.loss = losses.ArcFaceLoss(num_classes=num_classes, embedding_size=dim)
-        elif name == "multi_similarity":
-            self.loss = losses.MultiSimilarityLoss()
-        elif name == "contrastive":
-            self.loss = losses.ContrastiveLoss()
-        else:
-            raise ValueError(f"not a pytorch-metric-learning loss here: {name!r}")
+        self.loss = loss
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.loss(_full(z), labels)
 
 
-def make_loss(name: str, num_classes: int, dim: int, *, tau: float = 0.2, alpha: float = 0.5) -> nn.Module:
-    """The loss module `name` (one of LOSSES) for `num_classes` classes of `dim`-dimensional z."""
-    if name == "nbc_softmax":
-        return NBCSoftmax(num_classes, dim, tau=tau, alpha=alpha)
-    if name == "softmax":
+@dataclass(frozen=True)
+class NBCSoftmax:
+    """NBC-Softmax (eq. 11): `tau` multiplies the cosine of class centres, `alpha` weighs the
+    cross-entropy against the negative block term (paper: 0.2, 0.5)."""
+
+    name: ClassVar[str] = "nbc_softmax"
+    tau: float = 0.2
+    alpha: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha!r}")
+
+    def build(self, num_classes: int, dim: int) -> nn.Module:
+        return NBCSoftmaxLoss(num_classes, dim, tau=self.tau, alpha=self.alpha)
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """SYSML's softmax cross-entropy over the classes (eq. 7)."""
+
+    name: ClassVar[str] = "softmax"
+
+    def build(self, num_classes: int, dim: int) -> nn.Module:
         return SoftmaxLoss(num_classes, dim)
-    if name in LOSSES:
-        return MetricLearningLoss(name, num_classes, dim)
-    raise ValueError(f"loss must be one of {LOSSES}, not {name!r}")
+
+
+@dataclass(frozen=True)
+class CosFace:
+    """pytorch-metric-learning's CosFaceLoss (its defaults: margin 0.35, scale 64)."""
+
+    name: ClassVar[str] = "cosface"
+    margin: float = 0.35
+    scale: float = 64.0
+
+    def build(self, num_classes: int, dim: int) -> nn.Module:
+        from pytorch_metric_learning import losses
+
+        return MetricLearningLoss(
+            losses.CosFaceLoss(num_classes=num_classes, embedding_size=dim, margin=self.margin, scale=self.scale)
+        )
+
+
+@dataclass(frozen=True)
+class ArcFace:
+    """pytorch-metric-learning's ArcFaceLoss (its defaults: margin 28.6 degrees, scale 64)."""
+
+    name: ClassVar[str] = "arcface"
+    margin: float = 28.6
+    scale: float = 64.0
+
+    def build(self, num_classes: int, dim: int) -> nn.Module:
+        from pytorch_metric_learning import losses
+
+        return MetricLearningLoss(
+            losses.ArcFaceLoss(num_classes=num_classes, embedding_size=dim, margin=self.margin, scale=self.scale)
+        )
+
+
+@dataclass(frozen=True)
+class MultiSimilarity:
+    """pytorch-metric-learning's MultiSimilarityLoss on the batch's pairs (its defaults: 2, 50, 0.5)."""
+
+    name: ClassVar[str] = "multi_similarity"
+    alpha: float = 2.0
+    beta: float = 50.0
+    base: float = 0.5
+
+    def build(self, num_classes: int, dim: int) -> nn.Module:
+        from pytorch_metric_learning import losses
+
+        return MetricLearningLoss(losses.MultiSimilarityLoss(alpha=self.alpha, beta=self.beta, base=self.base))
+
+
+@dataclass(frozen=True)
+class Contrastive:
+    """pytorch-metric-learning's ContrastiveLoss on the batch's pairs (its defaults: margins 0 and 1)."""
+
+    name: ClassVar[str] = "contrastive"
+    pos_margin: float = 0.0
+    neg_margin: float = 1.0
+
+    def build(self, num_classes: int, dim: int) -> nn.Module:
+        from pytorch_metric_learning import losses
+
+        return MetricLearningLoss(losses.ContrastiveLoss(pos_margin=self.pos_margin, neg_margin=self.neg_margin))
+
+
+LOSSES = (NBCSoftmax, Softmax, CosFace, ArcFace, MultiSimilarity, Contrastive)
+Loss = NBCSoftmax | Softmax | CosFace | ArcFace | MultiSimilarity | Contrastive

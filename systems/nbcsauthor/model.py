@@ -3,11 +3,15 @@ episode a position-free transformer (or, for the baseline, a mean) over its post
 
 Shapes: an episode batch holds B episodes of up to L posts; posts are flattened to B*L rows of
 token ids (padded with 0) and `post_mask` (B x L, True = a real post) marks which exist.
+
+`EpisodeEncoderConfig` is the system's `encoder` part: the sizes, once, and `build` makes the module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -153,3 +157,69 @@ class EpisodeEncoder(nn.Module):
         if self.context is not None:
             parts.append(self.context(contexts))
         return self.pool(torch.cat(parts, dim=-1), post_mask)
+
+
+@dataclass(frozen=True)
+class EpisodeEncoderConfig:
+    """The episode encoder's settings (SYSML's values where a default differs, in brackets).
+
+    vocab_size, max_tokens: byte-level BPE vocabulary size and tokens kept per post [30k, 256].
+    token_dim, filters, text_dim: CNN token embedding size, filters per window (2-5), projected size.
+    time_dim, context_dim: day-of-week and sub-forum embedding sizes (0 leaves the feature out).
+    output_dim: size of z [32 single-market, 128 multitask].
+    pooling: "transformer" (SYSML) or "mean" (the CNN baseline).
+    layers, heads, ff_dim, dropout: the pooling transformer [4, 4, 128, 0.1]; dropout also in the CNN.
+    """
+
+    name: ClassVar[str] = "episode_encoder"
+    vocab_size: int = 30000
+    max_tokens: int = 256
+    token_dim: int = 32
+    filters: int = 5
+    text_dim: int = 128
+    time_dim: int = 64
+    context_dim: int = 128
+    output_dim: int = 32
+    pooling: str = "transformer"
+    layers: int = 4
+    heads: int = 4
+    ff_dim: int = 128
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}")
+        for label, least in (
+            ("vocab_size", 300),  # the 256 bytes and the special tokens come first
+            ("max_tokens", 5),
+            ("output_dim", 1),
+            ("text_dim", 1),
+            ("filters", 1),
+        ):
+            if getattr(self, label) < least:
+                raise ValueError(f"{label} must be at least {least}, got {getattr(self, label)!r}")
+        if self.pooling == "transformer" and self.post_dim % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide text_dim + time_dim + context_dim ({self.post_dim})")
+
+    @property
+    def post_dim(self) -> int:
+        """The size of one post's vector: text, weekday and sub-forum parts."""
+        return self.text_dim + max(self.time_dim, 0) + max(self.context_dim, 0)
+
+    def build(self, num_tokens: int, num_contexts: int) -> EpisodeEncoder:
+        """The encoder for a trained tokenizer's `num_tokens` and `num_contexts` sub-forum rows."""
+        return EpisodeEncoder(
+            num_tokens,
+            num_contexts,
+            token_dim=self.token_dim,
+            filters=self.filters,
+            text_dim=self.text_dim,
+            time_dim=self.time_dim,
+            context_dim=self.context_dim,
+            output_dim=self.output_dim,
+            pooling=self.pooling,
+            layers=self.layers,
+            heads=self.heads,
+            ff_dim=self.ff_dim,
+            dropout=self.dropout,
+        )

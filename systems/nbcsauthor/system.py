@@ -1,18 +1,18 @@
 """The SYSML episode encoder trained with a choice of metric loss: `nbcsauthor`, `sysml`, `episode_cnn`.
 
-One class, `EpisodeAuthor`, with three registered names that differ only in defaults:
+One class, `EpisodeAuthor`, with three registered names that differ only in their default parts:
 
 - `nbcsauthor`: NBC-Softmax (tau 0.2, alpha 0.5), transformer pooling: NBCSAuthor (Kulatilleke et al.).
 - `sysml`: plain softmax, transformer pooling: SYSML (Maneriker et al. 2021).
 - `episode_cnn`: plain softmax, mean pooling: the CNN baseline with time and context, no transformer.
 
-`loss` also takes "cosface", "arcface", "multi_similarity" and "contrastive" (pytorch-metric-learning),
-the paper's comparison, e.g. `harness run --system sysml --param loss=cosface`.
+The loss is a part: `cosface`, `arcface`, `multi_similarity` and `contrastive` (pytorch-metric-learning)
+are the paper's comparison, e.g. `harness run --system sysml --param loss=cosface --param loss.margin=0.3`.
 
 Fitting: byte-level BPE trained on the training posts; sub-forum rows initialised from metapath2vec
 on each market's training graph (SYSML); then epochs of batches (see systems.nbcsauthor.batches for
-single-task and multitask labels), Adam, mixed precision on CUDA, DDP under torchrun. Only the
-encoder is kept: class weights serve training alone.
+single-task and multitask labels) in toolkit.training's loop, Adam, mixed precision on CUDA, DDP
+under torchrun. Only the encoder is kept: class weights serve training alone.
 """
 
 from __future__ import annotations
@@ -20,126 +20,147 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
 from harness.errors import HarnessError
+from harness.params import build, rename_legacy
 from harness.progress import pbar
 from harness.system import constructor_params
-from systems.nbcsauthor.batches import LabelPlan, epoch_batches, plan_labels
-from systems.nbcsauthor.graph import subforum_vectors
-from systems.nbcsauthor.losses import LOSSES, make_loss
-from systems.nbcsauthor.model import POOLINGS, WINDOWS, EpisodeEncoder
+from systems.nbcsauthor.batches import Batch, LabelPlan, epoch_batches, plan_labels
+from systems.nbcsauthor.graph import GraphInit, Metapath2Vec, RandomInit
+from systems.nbcsauthor.losses import LOSSES, ArcFace, Contrastive, CosFace, Loss, MultiSimilarity, NBCSoftmax, Softmax
+from systems.nbcsauthor.model import WINDOWS, EpisodeEncoder, EpisodeEncoderConfig
 from systems.nbcsauthor.tokenizer import PostTokenizer
 from tasks.darkweb.records import DarkwebData, Episode
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
-from toolkit.devices import autocast, grad_scaler, resolve_device
-from toolkit.distributed import DistributedContext, all_reduce_mean, init_distributed, shard, wrap_model
+from toolkit.devices import autocast, resolve_device
+from toolkit.distributed import DistributedContext, init_distributed, shard, wrap_model
+from toolkit.training import train_epochs
 
 logger = logging.getLogger("harness")
 
 UNKNOWN_CONTEXT = 0
+GRAPH_INITS = (Metapath2Vec, RandomInit)
+
+
+@dataclass(frozen=True)
+class Training:
+    """Adam over batches of episodes (SYSML: 30 epochs, batches of 256, lr 1e-3); `cross_sampling`:
+    multitask CROSS episodes per epoch, as a share of all episodes (SYSML: 0.2)."""
+
+    name: ClassVar[str] = "training"
+    epochs: int = 30
+    batch_size: int = 256
+    lr: float = 0.001
+    cross_sampling: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.epochs < 0:
+            raise ValueError(f"epochs must be at least 0, got {self.epochs!r}")
+        if self.batch_size < 2:
+            raise ValueError(f"batch_size must be at least 2, got {self.batch_size!r}")
+
+
+# checkpoints written before parts: flat parameters, the loss as a string
+LEGACY_RENAMES = {
+    **{
+        key: f"encoder.{key}"
+        for key in (
+            "vocab_size",
+            "max_tokens",
+            "token_dim",
+            "filters",
+            "text_dim",
+            "time_dim",
+            "context_dim",
+            "output_dim",
+            "pooling",
+            "layers",
+            "heads",
+            "ff_dim",
+            "dropout",
+        )
+    },
+    **{key: f"training.{key}" for key in ("epochs", "batch_size", "lr", "cross_sampling")},
+    "graph_epochs": "graph_init.epochs",
+    "graph_walks": "graph_init.walks_per_node",
+    "tau": "loss.tau",
+    "alpha": "loss.alpha",
+}
+# the old loss strings -> today's loss part names
+LEGACY_LOSSES = {
+    "nbc_softmax": NBCSoftmax.name,
+    "softmax": Softmax.name,
+    "cosface": CosFace.name,
+    "arcface": ArcFace.name,
+    "multi_similarity": MultiSimilarity.name,
+    "contrastive": Contrastive.name,
+}
+
+
+def migrate_legacy(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A legacy checkpoint's flat parameters as today's dotted ones (unused settings dropped)."""
+    flat = dict(params)
+    loss = LEGACY_LOSSES[flat.pop("loss")]
+    if loss != NBCSoftmax.name:  # tau and alpha were NBC-Softmax's, ignored by the other losses
+        flat.pop("tau", None)
+        flat.pop("alpha", None)
+    graph = Metapath2Vec.name if flat.pop("graph_init", True) else RandomInit.name
+    if graph == RandomInit.name:
+        flat.pop("graph_epochs", None)
+        flat.pop("graph_walks", None)
+    return {"loss": loss, "graph_init": graph, **rename_legacy(flat, LEGACY_RENAMES)}
 
 
 class EpisodeAuthor:
     """SYSML's episode encoder with a metric loss (see the module docstring).
 
-    Parameters (JSON values, so `--param KEY=VALUE` sets them):
-        loss: one of nbc_softmax, softmax, cosface, arcface, multi_similarity, contrastive.
-        tau, alpha: NBC-Softmax's temperature (multiplies the cosine) and CE weight (paper: 0.2, 0.5).
-        pooling: "transformer" (SYSML) or "mean" (the CNN baseline).
-        vocab_size, max_tokens: BPE vocabulary size and tokens kept per post (SYSML: 30k, 256).
-        token_dim, filters, text_dim: CNN token embedding size, filters per window (2-5), projected size.
-        time_dim, context_dim: day-of-week and sub-forum embedding sizes (0 leaves the feature out).
-        output_dim: size of z (SYSML: 32 single-market, 128 multitask).
-        layers, heads, ff_dim, dropout: the pooling transformer (SYSML: 4, 4, 128, 0.1).
-        graph_init: initialise sub-forum rows by metapath2vec (else random, the "- graph context" ablation).
-        graph_epochs, graph_walks: metapath2vec passes and walks per user and meta-path.
-        epochs, batch_size, lr: training (SYSML: 30 epochs, 256, Adam 1e-3).
-        cross_sampling: multitask CROSS episodes per epoch, as a share of all episodes (SYSML: 0.2).
+    Parameters (`--param encoder.text_dim=64`, `--param loss=cosface` set them):
+        encoder: the episode encoder's sizes (EpisodeEncoderConfig: BPE, CNN, time, context, pooling).
+        loss: NBCSoftmax(tau, alpha), Softmax(), CosFace, ArcFace, MultiSimilarity or Contrastive.
+        graph_init: Metapath2Vec(epochs, walks_per_node) initialises the sub-forum rows (SYSML);
+            RandomInit() leaves them random (the "- graph context" ablation).
+        training: epochs, batch size, learning rate and multitask CROSS sampling (Training).
         device: auto, cpu or cuda; mixed_precision: autocast on CUDA.
         embed_batch_size: episodes per forward pass when embedding.
     """
 
     name = "nbcsauthor"
+    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"loss": LOSSES, "graph_init": GRAPH_INITS}
 
+    # parts are frozen dataclasses: a shared default instance is safe (hence noqa B008)
     def __init__(
         self,
-        loss: str = "nbc_softmax",
-        tau: float = 0.2,
-        alpha: float = 0.5,
-        pooling: str = "transformer",
-        vocab_size: int = 30000,
-        max_tokens: int = 256,
-        token_dim: int = 32,
-        filters: int = 5,
-        text_dim: int = 128,
-        time_dim: int = 64,
-        context_dim: int = 128,
-        output_dim: int = 32,
-        layers: int = 4,
-        heads: int = 4,
-        ff_dim: int = 128,
-        dropout: float = 0.1,
-        graph_init: bool = True,
-        graph_epochs: int = 1,
-        graph_walks: int = 3,
-        epochs: int = 30,
-        batch_size: int = 256,
-        lr: float = 0.001,
-        cross_sampling: float = 0.2,
+        encoder: EpisodeEncoderConfig = EpisodeEncoderConfig(),  # noqa: B008
+        loss: Loss = NBCSoftmax(),  # noqa: B008
+        graph_init: GraphInit = Metapath2Vec(),  # noqa: B008
+        training: Training = Training(),
         device: str = "auto",
         mixed_precision: bool = True,
         embed_batch_size: int = 512,
     ) -> None:
-        if loss not in LOSSES:
-            raise HarnessError(f"loss must be one of {', '.join(LOSSES)}, not {loss!r}")
-        if pooling not in POOLINGS:
-            raise HarnessError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
-        for label, value, least in (
-            ("vocab_size", vocab_size, 300),  # the 256 bytes and the special tokens come first
-            ("max_tokens", max_tokens, 5),
-            ("epochs", epochs, 0),
-            ("batch_size", batch_size, 2),
-            ("output_dim", output_dim, 1),
-            ("text_dim", text_dim, 1),
-            ("filters", filters, 1),
+        for slot, value, kinds in (
+            ("encoder", encoder, (EpisodeEncoderConfig,)),
+            ("loss", loss, LOSSES),
+            ("graph_init", graph_init, GRAPH_INITS),
+            ("training", training, (Training,)),
         ):
-            if value < least:
-                raise HarnessError(f"{label} must be at least {least}, got {value!r}")
-        dim = text_dim + max(time_dim, 0) + max(context_dim, 0)
-        if pooling == "transformer" and dim % heads:
-            raise HarnessError(f"heads ({heads}) must divide text_dim + time_dim + context_dim ({dim})")
-        if not 0.0 <= alpha <= 1.0:
-            raise HarnessError(f"alpha must lie in [0, 1], got {alpha!r}")
+            if not isinstance(value, kinds):
+                names = ", ".join(kind.__name__ for kind in kinds)
+                raise HarnessError(f"{slot} must be one of {names} (a part object), not {value!r}")
+        if embed_batch_size < 1:
+            raise HarnessError(f"embed_batch_size must be at least 1, got {embed_batch_size!r}")
+        self.encoder = encoder
         self.loss = loss
-        self.tau = float(tau)
-        self.alpha = float(alpha)
-        self.pooling = pooling
-        self.vocab_size = int(vocab_size)
-        self.max_tokens = int(max_tokens)
-        self.token_dim = int(token_dim)
-        self.filters = int(filters)
-        self.text_dim = int(text_dim)
-        self.time_dim = int(time_dim)
-        self.context_dim = int(context_dim)
-        self.output_dim = int(output_dim)
-        self.layers = int(layers)
-        self.heads = int(heads)
-        self.ff_dim = int(ff_dim)
-        self.dropout = float(dropout)
-        self.graph_init = bool(graph_init)
-        self.graph_epochs = int(graph_epochs)
-        self.graph_walks = int(graph_walks)
-        self.epochs = int(epochs)
-        self.batch_size = int(batch_size)
-        self.lr = float(lr)
-        self.cross_sampling = float(cross_sampling)
+        self.graph_init = graph_init
+        self.training = training
         self.device = device
         self.mixed_precision = bool(mixed_precision)
         self.embed_batch_size = int(embed_batch_size)
@@ -173,18 +194,14 @@ class EpisodeAuthor:
         self._contexts = _context_ids(episodes)
         encoder = self._new_encoder()
         started = time.perf_counter()
-        graph_markets = self._init_contexts(encoder, train, seed) if self.graph_init and self.context_dim > 0 else []
+        graph_markets = self._init_contexts(encoder, train, seed)
         graph_seconds = time.perf_counter() - started
 
         plan = plan_labels(episodes, multitask=train.multitask, cross_persons=train.cross_persons)
         # ModuleDict keys must be plain names: heads are numbered by their sorted names
         head_keys = {h: f"head{i}" for i, h in enumerate(sorted(plan.classes))}
-        heads = nn.ModuleDict(
-            {
-                head_keys[h]: make_loss(self.loss, n, self.output_dim, tau=self.tau, alpha=self.alpha)
-                for h, n in plan.classes.items()
-            }
-        )
+        dim = self.encoder.output_dim
+        heads = nn.ModuleDict({head_keys[h]: self.loss.build(n, dim) for h, n in plan.classes.items()})
         model = _Trainable(encoder, heads).to(device)
         trained = wrap_model(model, context, device)
         batches_of = _EpisodeTensors(self, episodes)
@@ -219,7 +236,7 @@ class EpisodeAuthor:
                     z = encoder(*tensors.batch(index, device))
                 out.append(z.float().cpu().numpy())
         self._encoder = encoder.cpu()
-        return np.concatenate(out) if out else np.zeros((0, self.output_dim), dtype=np.float32)
+        return np.concatenate(out) if out else np.zeros((0, self.encoder.output_dim), dtype=np.float32)
 
     def save(self, directory: Path) -> None:
         """config.json: parameters, tokenizer, sub-forum ids, fit info; weights.safetensors: the encoder."""
@@ -236,7 +253,9 @@ class EpisodeAuthor:
     @classmethod
     def load(cls, directory: Path) -> EpisodeAuthor:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
-        system = cls(**params)
+        if "encoder" not in params:  # written before parts (flat parameters)
+            params = migrate_legacy(params)
+        system = build(cls, params)
         system._tokenizer = PostTokenizer.from_json(state["tokenizer"])
         system._contexts = {(m, f): int(i) for m, f, i in state["contexts"]}
         system._info = state.get("info", {})
@@ -249,7 +268,7 @@ class EpisodeAuthor:
 
     def _train_tokenizer(self, episodes: list[Episode], context: DistributedContext) -> PostTokenizer:
         texts = sorted({p.text for e in episodes for p in e.posts})
-        tokenizer = PostTokenizer.train(texts, self.vocab_size) if context.is_main else None
+        tokenizer = PostTokenizer.train(texts, self.encoder.vocab_size) if context.is_main else None
         if context.enabled:  # every process must number tokens the same way: rank 0's tokenizer
             import torch.distributed as dist
 
@@ -261,31 +280,16 @@ class EpisodeAuthor:
 
     def _new_encoder(self) -> EpisodeEncoder:
         assert self._tokenizer is not None
-        return EpisodeEncoder(
-            self._tokenizer.vocab_size,
-            len(self._contexts) + 1,
-            token_dim=self.token_dim,
-            filters=self.filters,
-            text_dim=self.text_dim,
-            time_dim=self.time_dim,
-            context_dim=self.context_dim,
-            output_dim=self.output_dim,
-            pooling=self.pooling,
-            layers=self.layers,
-            heads=self.heads,
-            ff_dim=self.ff_dim,
-            dropout=self.dropout,
-        )
+        return self.encoder.build(self._tokenizer.vocab_size, len(self._contexts) + 1)
 
     def _init_contexts(self, encoder: EpisodeEncoder, train: DarkwebData, seed: int) -> list[str]:
-        """Copy each market's metapath2vec sub-forum vectors into the context table; the markets done."""
-        assert encoder.context is not None
+        """Copy each market's graph sub-forum vectors into the context table; the markets done."""
+        if not isinstance(self.graph_init, Metapath2Vec) or encoder.context is None:
+            return []
         done = []
         for market in train.markets:
             posts = [p for p in train.posts if p.market == market]
-            vectors = subforum_vectors(
-                posts, dim=self.context_dim, epochs=self.graph_epochs, walks_per_node=self.graph_walks, seed=seed
-            )
+            vectors = self.graph_init.vectors(posts, dim=self.encoder.context_dim, seed=seed)
             if not vectors:
                 logger.warning("%s: no thread structure for market %r; its sub-forums start random", self.name, market)
                 continue
@@ -308,31 +312,32 @@ class EpisodeAuthor:
         device: str,
         seed: int,
     ) -> list[dict[str, float]]:
-        optimizer = torch.optim.Adam(model.parameters(), lr=self.lr)
-        scaler = grad_scaler(device, self.mixed_precision)
+        """Adam in toolkit.training's loop; one record per epoch (mean loss, seconds, batches)."""
         rng = np.random.default_rng(seed)  # the same on every process: batches are planned alike, then sharded
-        history = []
-        for epoch in range(self.epochs):
-            trained.train()
-            started = time.perf_counter()
-            planned = epoch_batches(plan, batch_size=self.batch_size, cross_sampling=self.cross_sampling, rng=rng)
-            batches = shard(planned, context)
-            total = 0.0
-            for batch in pbar(batches, desc=f"{self.name} epoch {epoch + 1}", unit="batch"):
-                inputs = tensors.batch(batch.episodes, device)
-                labels = torch.from_numpy(batch.labels).to(device)
-                optimizer.zero_grad(set_to_none=True)
-                with autocast(device, self.mixed_precision):
-                    loss = trained(*inputs, labels, head_keys[batch.head], context.enabled)
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-                total += loss.item()
-            mean_loss = all_reduce_mean(total / max(len(batches), 1), context)
-            seconds = time.perf_counter() - started
-            history.append({"loss": round(mean_loss, 6), "seconds": round(seconds, 3), "batches": len(batches)})
-            logger.info("%s epoch %d/%d: loss %.4f, %.1fs", self.name, epoch + 1, self.epochs, mean_loss, seconds)
-        return history
+
+        def batches(epoch: int) -> list[Batch]:
+            planned = epoch_batches(
+                plan, batch_size=self.training.batch_size, cross_sampling=self.training.cross_sampling, rng=rng
+            )
+            return shard(planned, context)
+
+        def batch_loss(batch: Batch) -> torch.Tensor:
+            inputs = tensors.batch(batch.episodes, device)
+            labels = torch.from_numpy(batch.labels).to(device)
+            with autocast(device, self.mixed_precision):
+                return trained(*inputs, labels, head_keys[batch.head], context.enabled)
+
+        return train_epochs(
+            network=trained,
+            optimizer=torch.optim.Adam(model.parameters(), lr=self.training.lr),
+            epochs=self.training.epochs,
+            epoch_batches=batches,
+            batch_loss=batch_loss,
+            device=device,
+            mixed_precision=self.mixed_precision,
+            label=self.name,
+            context=context,
+        )
 
 
 class _Trainable(nn.Module):
@@ -370,7 +375,7 @@ class _EpisodeTensors:
         assert system._tokenizer is not None
         texts = sorted({p.text for e in episodes for p in e.posts})
         number = {t: i for i, t in enumerate(texts)}
-        self._tokens = system._tokenizer.encode(texts, system.max_tokens)
+        self._tokens = system._tokenizer.encode(texts, system.encoder.max_tokens)
         length = max((len(e.posts) for e in episodes), default=1)
         shape = (len(episodes), length)
         self._text = np.full(shape, -1, dtype=np.int64)
@@ -407,11 +412,13 @@ class SYSML(EpisodeAuthor):
     """SYSML (Maneriker et al. 2021): the same encoder trained with plain softmax."""
 
     name = "sysml"
-    __init__ = functools.partialmethod(EpisodeAuthor.__init__, loss="softmax")
+    __init__ = functools.partialmethod(EpisodeAuthor.__init__, loss=Softmax())
 
 
 class EpisodeCNN(EpisodeAuthor):
     """The CNN baseline with time and context: mean pooling over the episode instead of the transformer."""
 
     name = "episode_cnn"
-    __init__ = functools.partialmethod(EpisodeAuthor.__init__, loss="softmax", pooling="mean")
+    __init__ = functools.partialmethod(
+        EpisodeAuthor.__init__, encoder=EpisodeEncoderConfig(pooling="mean"), loss=Softmax()
+    )

@@ -9,7 +9,8 @@
   person. Scores per pair, pooled over pairs (`migrant/...`), and pooled over the persons that had
   no CROSS label in training (`migrant_heldout/...`), the migrants a model could not have memorised.
 
-Exact ranking through toolkit.retrieval; ties count against the query.
+Exact ranking through toolkit.retrieval, with the similarity the system asks for (its `metric`); ties
+count against the query. The measures are harness.metrics'.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from harness.metrics.ranking import ranking_scores
 from harness.task import Evaluation
 from tasks.darkweb.records import Episode
-from toolkit.retrieval import rank_of_first_match, ranking_scores
+from toolkit.retrieval import rank_of_first_match
 
 KS = (1, 2, 5, 10)
+MEASURES = ("mrr", *(f"recall_at_{k}" for k in KS))  # reported per market, migrant pair and pooled
 
 
 def sample_queries(candidates: np.ndarray, size: int | None, seed: int) -> np.ndarray:
@@ -112,7 +115,7 @@ def _add_scores(scores: dict[str, float], prefix: str, ranks: np.ndarray) -> Non
         scores[prefix + "queries"] = 0.0
         scores[prefix + "queries_without_match"] = float(ranks.size)
         return
-    for name, value in ranking_scores(ranks, KS).items():
+    for name, value in ranking_scores(ranks, MEASURES).items():
         scores[prefix + name] = value
 
 

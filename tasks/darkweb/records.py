@@ -48,3 +48,7 @@ class DarkwebData(NamedTuple):
     cross_persons: frozenset[str]
     source: Path
     checksum: str
+
+    def post_texts(self) -> tuple[tuple[str, ...], ...]:
+        """The texts of the episodes' posts, one tuple per episode (tasks.forum.records.ForumSplit)."""
+        return tuple(tuple(post.text for post in episode.posts) for episode in self.episodes)

@@ -27,7 +27,7 @@ from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dir
 from tasks.forum.preprocess import clean_post
 from tasks.forum.reader import find_posts_file, read_forum_posts
 from tasks.forum.records import ForumPost
-from toolkit.retrieval import METRICS
+from toolkit.retrieval import system_metric
 
 logger = logging.getLogger("harness")
 
@@ -52,7 +52,9 @@ class DarkwebTask:
             both splits: a smaller benchmark with the same protocol, and the same persons whatever
             the market selection, so single-market and multitask runs rank the same pools.
         max_authors: then keep at most this many persons (the first by name hash), for quick runs.
-        metric: similarity for ranking, "cosine" (SYSML's default) or "euclidean".
+
+    Episodes are ranked by the similarity the system asks for (its `metric` attribute; cosine, SYSML's
+    default, when it has none), as in every embedding task (toolkit.retrieval.system_metric).
     """
 
     metadata: ClassVar[TaskMetadata] = TaskMetadata(
@@ -69,6 +71,7 @@ class DarkwebTask:
             "Maneriker, He, Parthasarathy. SYSML: StYlometry with Structure and Multitask Learning. EMNLP 2021. "
             "Kulatilleke, Chandra, Portmann. NBC-Softmax: Darkweb Author Fingerprinting and Migration Tracking. 2022."
         ),
+        plot_parameters=("episode_length",),  # `harness plot` draws MRR against episode length
     )
 
     def __init__(
@@ -82,7 +85,6 @@ class DarkwebTask:
         cross_share: float = 0.5,
         author_share: float = 1.0,
         max_authors: int | None = None,
-        metric: str = "cosine",
     ) -> None:
         if episode_length not in EPISODE_LENGTHS:
             raise HarnessError(f"episode_length must be one of {EPISODE_LENGTHS}, got {episode_length!r}")
@@ -98,8 +100,6 @@ class DarkwebTask:
             raise HarnessError(f"cross_share must lie in [0, 1], got {cross_share!r}")
         if not 0.0 < author_share <= 1.0:
             raise HarnessError(f"author_share must lie in (0, 1], got {author_share!r}")
-        if metric not in METRICS:
-            raise HarnessError(f"metric must be one of {METRICS}, got {metric!r}")
         self.market = market
         self.episode_length = int(episode_length)
         self.min_posts = int(min_posts)
@@ -109,7 +109,6 @@ class DarkwebTask:
         self.cross_share = float(cross_share)
         self.author_share = float(author_share)
         self.max_authors = max_authors
-        self.metric = metric
         self._loaded: dict[Path, dict[str, DarkwebData]] = {}
 
     # -- the EmbeddingTask protocol ----------------------------------------------------------------
@@ -129,7 +128,7 @@ class DarkwebTask:
         return evaluate_embeddings(
             embeddings,
             data.episodes,
-            metric=self.metric,
+            metric=system_metric(system),
             query_sample=self.query_sample,
             query_seed=self.query_seed,
             heldout=lambda person: not self.may_cross(person),

@@ -1,8 +1,13 @@
-"""Records of forum data: a post of a forum or subreddit, shared by the forum tasks and their systems."""
+"""Records of forum data: a post of a forum or subreddit, shared by the forum tasks and their systems.
+
+Also the one shape a text-only system reads from either forum task (darkweb, reddit) without knowing
+which: the texts of a sample's posts (`sample_texts`) and of a training split's posts (`ForumSplit`).
+"""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
 
 
 class ForumPost(NamedTuple):
@@ -17,3 +22,37 @@ class ForumPost(NamedTuple):
     kind: str  # "submission" or "comment"
     created: int  # Unix seconds, UTC
     text: str
+
+
+class TextPost(Protocol):
+    """What a text-only system reads of a post: ForumPost, a darkweb EpisodePost, a reddit Action."""
+
+    @property
+    def text(self) -> str: ...
+
+
+@runtime_checkable
+class PostsSample(Protocol):
+    """A sample that holds its posts under `posts` (a darkweb Episode)."""
+
+    @property
+    def posts(self) -> Sequence[TextPost]: ...
+
+
+# A sample of a forum task, oldest post first: an object with `posts` (darkweb), or the posts themselves (reddit).
+ForumSample = PostsSample | Sequence[TextPost]
+
+
+class ForumSplit(Protocol):
+    """A loaded split of a forum task (DarkwebData, RedditData), as a text-only system reads it."""
+
+    def post_texts(self) -> tuple[tuple[str, ...], ...]:
+        """The texts of the split's posts, one tuple per author sequence (a darkweb episode, a reddit
+        author's stream), oldest first."""
+        ...
+
+
+def sample_texts(sample: ForumSample) -> tuple[str, ...]:
+    """The texts of a sample's posts, oldest first, whichever forum task the sample comes from."""
+    posts = sample.posts if isinstance(sample, PostsSample) else sample
+    return tuple(post.text for post in posts)

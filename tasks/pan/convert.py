@@ -6,7 +6,7 @@ one pair:
 
     pair            = [known texts joined by a blank line, unknown text]
                       (trailing line breaks of each known text are dropped before joining)
-    discourse_types = [genre, genre]   (the corpus genre, see tasks.pan.task.classic_genre)
+    discourse_types = [genre, genre]   (the corpus genre, see tasks.pan.folders.classic_genre)
     authors         = placeholder_authors(id, same): ["<id>-known", "<id>-known"] when same,
                       ["<id>-known", "<id>-unknown"] when not, so `same` and `authors` agree.
 
@@ -24,7 +24,8 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.records import VerificationProblem
-from tasks.pan.task import check_truth_ids, placeholder_authors, read_classic_corpus, read_classic_truth
+from tasks.pan.common import check_truth_ids
+from tasks.pan.folders import placeholder_authors, read_classic_corpus, read_classic_truth
 
 logger = logging.getLogger("harness")
 

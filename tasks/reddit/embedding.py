@@ -1,4 +1,4 @@
-"""Calling a system's `embed` on the task's samples, and the similarity it asks to be scored with."""
+"""Calling a system's `embed` on the task's samples (the metric it asks for: toolkit.retrieval.system_metric)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,6 @@ import numpy as np
 
 from harness.errors import HarnessError
 from tasks.reddit.records import Action
-from toolkit.retrieval import METRICS
-
-
-def system_metric(system: Any) -> str:
-    """The similarity a system's embeddings are compared with: its `metric` attribute, "cosine" if it has none.
-
-    "euclidean" scores a pair by the negative Euclidean distance (higher = same author), as
-    `toolkit.retrieval.similarity` does.
-    """
-    metric = getattr(system, "metric", "cosine")
-    if metric not in METRICS:
-        raise HarnessError(f"system {getattr(system, 'name', system)!r} asks for metric {metric!r}; known: {METRICS}")
-    return metric
 
 
 def embed_samples(system: Any, samples: Sequence[Sequence[Action]]) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.metrics.linking import det_curve, eer, min_dcf
+from harness.metrics.ranking import first_relevant_ranks
 from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples
@@ -151,16 +152,15 @@ def evaluate_linking(
         _, p_fa, p_miss = det_curve(scores.ravel(), labels.ravel())
         fa, miss = staircase(p_fa, p_miss)
         det[str(size)] = {"p_fa": fa, "p_miss": miss}
+        ranks = first_relevant_ranks(scores, labels)  # every query's own account is among the targets
         for i, author in enumerate(linking.query_authors):
-            true_score = float(scores[i][labels[i]].max())
-            rank = 1 + int(np.count_nonzero(~labels[i] & (scores[i] >= true_score)))
             details.append(
                 {
                     "evaluation": "linking",
                     "query": author,
                     "target_size": size,
-                    "true_score": true_score,
-                    "true_rank": rank,
+                    "true_score": float(scores[i][labels[i]].max()),
+                    "true_rank": int(ranks[i]),
                     "targets": len(linking.target_authors),
                 }
             )

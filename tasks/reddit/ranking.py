@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.metrics.ranking import ranking_scores
 from tasks.reddit.embedding import embed_samples
 from tasks.reddit.records import RankingSet, Stream
-from toolkit.retrieval import rank_of_first_match, ranking_scores
+from toolkit.retrieval import rank_of_first_match
 
 RANKING_KS = (4, 8)
+RANKING_MEASURES = ("mrr", *(f"recall_at_{k}" for k in RANKING_KS))
 
 
 def build_ranking_set(streams: Sequence[Stream], *, query_size: int, target_size: int) -> tuple[RankingSet, dict]:
@@ -45,8 +47,8 @@ def evaluate_ranking(system: Any, ranking: RankingSet, *, metric: str) -> tuple[
     queries = embed_samples(system, ranking.queries)
     targets = embed_samples(system, ranking.targets)
     ranks = rank_of_first_match(queries, ranking.authors, targets, ranking.authors, metric=metric)
-    found = ranking_scores(ranks, ks=RANKING_KS)
-    scores = {"mrr": found["mrr"], **{f"recall_at_{k}": found[f"recall_at_{k}"] for k in RANKING_KS}}
+    found = ranking_scores(ranks, RANKING_MEASURES)
+    scores = {name: found[name] for name in RANKING_MEASURES}
     details = [
         {"evaluation": "ranking", "author": author, "rank": int(rank), "targets": len(ranking.authors)}
         for author, rank in zip(ranking.authors, ranks, strict=True)

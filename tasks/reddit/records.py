@@ -79,3 +79,7 @@ class RedditData:
     def other_subreddit(self) -> int:
         """Index of the "other" bucket."""
         return len(self.subreddits)
+
+    def post_texts(self) -> tuple[tuple[str, ...], ...]:
+        """The texts of the split's posts, one tuple per author stream (tasks.forum.records.ForumSplit)."""
+        return tuple(tuple(action.text for action in stream.actions) for stream in self.streams)

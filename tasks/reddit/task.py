@@ -8,7 +8,7 @@ ranking set (tasks.reddit.ranking) and the linking set (tasks.reddit.linking).
 
 Scores: MRR, R@4, R@8 (ranking); EER and minDCF (linking, at `linking_target_size`; lower is
 better). Systems say how their embeddings compare through a `metric` attribute ("cosine" or
-"euclidean"; cosine when absent).
+"euclidean"; cosine when absent; toolkit.retrieval.system_metric), as for every embedding task.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from harness.task import Evaluation, TaskMetadata
 from tasks.forum.reader import find_posts_file, read_forum_posts
 from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder, subreddit_vocabulary
-from tasks.reddit.embedding import system_metric
 from tasks.reddit.linking import EER_VARIANT, build_linking_set, evaluate_linking
 from tasks.reddit.ranking import build_ranking_set, evaluate_ranking
 from tasks.reddit.records import RedditData, Stream
 from tasks.reddit.split import split_by_author_and_time
+from toolkit.retrieval import system_metric
 
 logger = logging.getLogger("harness")
 
@@ -84,7 +84,6 @@ class RedditTask:
         measures=("mrr", "recall_at_4", "recall_at_8", "eer", "min_dcf"),
         splits=("train", "test"),
         citation=CITATION,
-        extra={"lower_is_better": ["eer", "min_dcf"]},
     )
 
     def __init__(

@@ -72,20 +72,21 @@ def synthetic_split(
     )
 
 
+# a tiny EpisodeAuthor, as dotted parameters: `harness.params.build(cls, TINY_PARAMS)` or `--param KEY=VALUE`
 TINY_PARAMS = {
-    "vocab_size": 300,
-    "max_tokens": 16,
-    "token_dim": 8,
-    "filters": 4,
-    "text_dim": 8,
-    "time_dim": 4,
-    "context_dim": 4,
-    "output_dim": 8,
-    "layers": 1,
-    "heads": 2,
-    "ff_dim": 16,
-    "graph_walks": 1,
-    "epochs": 2,
-    "batch_size": 8,
+    "encoder.vocab_size": 300,
+    "encoder.max_tokens": 16,
+    "encoder.token_dim": 8,
+    "encoder.filters": 4,
+    "encoder.text_dim": 8,
+    "encoder.time_dim": 4,
+    "encoder.context_dim": 4,
+    "encoder.output_dim": 8,
+    "encoder.layers": 1,
+    "encoder.heads": 2,
+    "encoder.ff_dim": 16,
+    "graph_init.walks_per_node": 1,
+    "training.epochs": 2,
+    "training.batch_size": 8,
     "device": "cpu",
 }

@@ -1,0 +1,182 @@
+"""What the PAN verification tasks share: split folders, truth checks, evaluation and PAN answer files.
+
+`PanVerificationTask` is the base of every PAN verification task (pan23, pan20, pan-classic): it
+implements `harness.task.Task.evaluate` (predict, check, score with PAN's official evaluator) and the
+`harness.task.PanAnswers` capability (TIRA answering, scoring and recording answer files). Its
+subclasses add how a dataset's files are read (`load`, `load_inputs`, `read_truth`) and their metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness.errors import DataError, HarnessError
+from harness.records import Answer, VerificationData, VerificationProblem, VerificationTruth
+from harness.task import Evaluation, TaskMetadata
+
+
+def split_dir(data_dir: Path, split: str, metadata: TaskMetadata, expected: str) -> Path:
+    """`<data_dir>/<split>`, checked to exist; errors say what layout was expected."""
+    if split not in metadata.splits:
+        raise HarnessError(f"task {metadata.name}: unknown split {split!r}; splits are {', '.join(metadata.splits)}")
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataError(f"data folder not found; expected train/ and test/ folders holding {expected}", path=data_dir)
+    folder = data_dir / split
+    if not folder.is_dir():
+        raise DataError(f"missing split folder '{split}/'; expected {split}/ holding {expected}", path=folder)
+    return folder
+
+
+def check_truth_ids(
+    problems: Sequence[VerificationProblem],
+    truth: Mapping[str, VerificationTruth],
+    truth_lines: Mapping[str, int],
+    truth_path: Path,
+    problems_source: Path,
+) -> None:
+    """Every problem has truth and every truth id is a problem; otherwise a DataError naming the truth file and id."""
+    ids = {p.id for p in problems}
+    for problem_id, line in truth_lines.items():
+        if problem_id not in ids:
+            raise DataError(
+                f"truth for unknown problem {problem_id!r} (not in {problems_source})",
+                path=truth_path,
+                line=line,
+                field="id",
+            )
+    for problem in problems:
+        if problem.id not in truth:
+            raise DataError(f"no truth for problem {problem.id!r} (in {problems_source})", path=truth_path, field="id")
+
+
+def _answers_by_id(answers: Sequence[Answer]) -> dict[str, float]:
+    """Answers as the id -> score mapping the evaluator takes; a repeated id is an error, not a silent overwrite."""
+    values: dict[str, float] = {}
+    for answer in answers:
+        if answer.id in values:
+            raise DataError(f"more than one answer for problem {answer.id!r}", field="id")
+        values[answer.id] = float(answer.value)
+    return values
+
+
+def _require_truth(data: VerificationData, task: str) -> Mapping[str, VerificationTruth]:
+    if data.truth is None:
+        raise HarnessError(f"task {task}: no truth to score against ({data.source} was loaded without truth)")
+    return data.truth
+
+
+def check_answers(answers: Sequence[Answer], problems: Sequence[VerificationProblem]) -> None:
+    """A system must answer each problem once, in order, in [0, 1]; anything else is a system bug."""
+    expected = [p.id for p in problems]
+    got = [a.id for a in answers]
+    if got != expected:
+        raise HarnessError(f"the system returned {len(got)} answers for {len(expected)} problems, or out of order")
+    bad = [a for a in answers if not (0.0 <= a.value <= 1.0)]
+    if bad:
+        raise HarnessError(f"the system returned {len(bad)} answers outside [0, 1], e.g. {bad[0]}")
+
+
+class PanVerificationTask:
+    """Evaluation and PAN answer files shared by the PAN verification tasks; subclasses read the data.
+
+    Subclasses set `metadata` and implement `load`, `load_inputs` and `read_truth`.
+    """
+
+    metadata: ClassVar[TaskMetadata]
+
+    def load(self, data_dir: Path, split: str) -> VerificationData:
+        """Read one split with its truth."""
+        raise NotImplementedError
+
+    def load_inputs(self, input_dir: Path) -> VerificationData:
+        """TIRA mode: read problems only; truth is None and never looked for."""
+        raise NotImplementedError
+
+    def read_truth(self, path: Path) -> dict[str, VerificationTruth]:
+        """Read a truth file (or the truth file of a folder) into truth by problem id."""
+        raise NotImplementedError
+
+    # -- the Task protocol -------------------------------------------------------------------------
+
+    def evaluate(self, system: Any, data: VerificationData) -> Evaluation:
+        """Answer every problem of the split, check the answers, score them with PAN's official evaluator."""
+        answers = tuple(system.predict(data.problems))
+        check_answers(answers, data.problems)
+        scores = self.score(answers, data)
+        truth = _require_truth(data, self.metadata.name)
+        details = [{"id": a.id, "value": a.value, "same": truth[a.id].same} for a in answers]
+        return Evaluation(scores=scores, details=details, answers=answers)
+
+    def score(self, answers: Sequence[Answer], data: VerificationData) -> dict[str, float]:
+        """Score answers against the split's truth with the task's evaluator profile."""
+        return self.score_truth(_answers_by_id(answers), _require_truth(data, self.metadata.name))
+
+    def score_truth(
+        self,
+        answers: Mapping[str, float],
+        truth: Mapping[str, VerificationTruth],
+        *,
+        profile: str | None = None,
+        answers_path: Path | None = None,
+    ) -> dict[str, float]:
+        """Score answers by id against truth by id; `profile` (pan20/pan23) overrides the task's evaluator.
+
+        With the task's own profile the result holds exactly the task's measures, in its order.
+        """
+        from tasks.pan.evaluator import score_answers
+
+        scores = score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
+        scores.update(self.derived_measures(scores))
+        if profile in (None, self.metadata.evaluator):
+            return {name: scores[name] for name in self.metadata.measures}
+        return scores
+
+    def derived_measures(self, scores: Mapping[str, float]) -> dict[str, float]:
+        """Measures computed from the evaluator's (none by default)."""
+        return {}
+
+    # -- the PanAnswers capability: answer files as TIRA writes and PAN scores them ---------------
+
+    def answer(self, system: Any, data: VerificationData) -> list[Answer]:
+        """TIRA mode: one answer per problem, in input order; problems with an empty text get 0.5."""
+        from tasks.pan.predicting import answer_all
+
+        return answer_all(system, data.problems)
+
+    def read_answers(self, path: Path) -> dict[str, float]:
+        """Read a PAN answers file (jsonl or jsonl.gz) into value by problem id, validating every line."""
+        from tasks.pan.evaluator import read_answers
+
+        return read_answers(path)
+
+    def write_scores(self, scores: Mapping[str, float], output_dir: Path, *, overwrite: bool = False) -> list[Path]:
+        """Write out.json and TIRA's evaluation.prototext; existing files are an error unless `overwrite`."""
+        from tasks.pan.evaluator import OUT_JSON, PROTOTEXT, write_tira_outputs
+
+        paths = [Path(output_dir) / OUT_JSON, Path(output_dir) / PROTOTEXT]
+        existing = [p for p in paths if p.exists()]
+        if existing and not overwrite:
+            raise HarnessError(f"{existing[0]} exists; pass --overwrite to replace it")
+        write_tira_outputs(scores, output_dir)
+        return paths
+
+    def record_answers(
+        self,
+        truth_path: Path,
+        truth: Mapping[str, VerificationTruth],
+        answers: Mapping[str, float],
+        scores: dict[str, float],
+        *,
+        system_name: str,
+        record_dir: Path,
+        answers_path: Path,
+    ) -> dict[str, Any]:
+        """Write result.json + details.jsonl for an answers file made elsewhere (e.g. a PAN submission)."""
+        from tasks.pan.recording import record_answers
+
+        return record_answers(
+            self, truth_path, truth, answers, scores, system_name, record_dir, answers_path=answers_path
+        )

@@ -1,0 +1,251 @@
+"""PAN 2013-2015 verification corpora: one folder per problem plus truth.txt, read into records.
+
+Each corpus folder (one per split of the `pan-classic` task) holds:
+    <ID>/known01.txt ... knownNN.txt, <ID>/unknown.txt   one folder per problem
+    truth.txt                                              "ID Y" / "ID N" lines (absent in TIRA mode)
+    contents.json                                          optional: {"language", "genre", "problems"}
+
+Bad input is a `DataError` naming the file, the line (for truth.txt) and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import DataError
+from harness.records import VerificationProblem, VerificationTruth
+
+# Genre names as PAN 2013-2015 corpora declare them (contents.json "genre") -> the discourse type the
+# harness records. A declared genre missing here is kept as declared (lower case).
+CLASSIC_GENRES: dict[str, str] = {
+    "essay": "essay",
+    "essays": "essay",
+    "novel": "novel",
+    "novels": "novel",
+    "textbook": "textbook",
+    "textbooks": "textbook",
+    "dialogue": "dialogue",
+    "dialogues": "dialogue",
+    "plays": "dialogue",
+    "review": "review",
+    "reviews": "review",
+    "newspaper": "newspaper",
+    "articles": "newspaper",
+}
+
+# Where contents.json names no genre (PAN 2013, PAN 2015), it is inferred from folder names. The
+# PAN 2013 English corpus is textbook excerpts and the PAN 2015 English corpus is dialogue from plays;
+# the other languages of those years mix genres, so the year rules apply only to English corpora.
+_GENRE_KEYWORDS = (("essay", "essay"), ("novel", "novel"))
+_ENGLISH_YEAR_GENRES = (("pan13", "textbook"), ("pan15", "dialogue"))
+_OTHER_LANGUAGES = ("dutch", "greek", "spanish", "german")
+UNKNOWN_GENRE = "unknown"
+
+_KNOWN_NAME = re.compile(r"^known(\d+)\.txt$")
+
+
+def read_text_file(path: Path, *, allow_empty: bool = False) -> str:
+    """Read one text as UTF-8: a leading BOM is dropped and line ends are normalised to "\\n".
+
+    Non-UTF-8 bytes and an empty (or whitespace-only) text are DataErrors naming the file; an
+    empty text is kept with `allow_empty` (TIRA mode).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        bad = raw[exc.start : exc.start + 1].hex()
+        raise DataError(f"not valid UTF-8 (byte 0x{bad} at offset {exc.start})", path=path, line=line) from None
+    # BOMs (dropped by utf-8-sig) and line ends are corpus-construction artefacts, not style, and they
+    # leak labels: in PAN14 novels train the 21 problems that mix BOM and BOM-less texts are all
+    # different-author; in PAN14 novels test 28 of the 39 problems with some CRLF texts are same-author.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip() and not allow_empty:
+        raise DataError("text is empty", path=path)
+    return text
+
+
+def placeholder_authors(problem_id: str, same: bool) -> tuple[str, str]:
+    """Problem-local author labels for a PAN 2013-2015 problem, whose corpus does not name authors.
+
+    The known texts get `"<id>-known"`; the unknown text gets the same label when `same`, else
+    `"<id>-unknown"`, so `authors[0] == authors[1]` exactly when the truth says Y. `PanClassicTask`
+    itself reports `authors=None`; training code that needs author labels (pair mining, contrastive
+    losses) can call this, and `harness convert` writes these labels into truth.jsonl.
+
+    Caveat: the labels are local to one problem. PAN 2014 corpora reuse texts and authors across
+    problems (and across train and test for essays), so two different labels may be the same real
+    person: never treat labels from different problems as different authors (e.g. as negatives).
+    """
+    return f"{problem_id}-known", f"{problem_id}-known" if same else f"{problem_id}-unknown"
+
+
+def classic_genre(corpus_dir: Path, contents: Mapping[str, Any] | None = None) -> str:
+    """The discourse type of a PAN 2013-2015 corpus folder.
+
+    Order: contents.json "genre" (mapped through CLASSIC_GENRES, else kept lower-cased); else a
+    keyword in the corpus folder's or its parent's name, as given or after resolving links
+    ("essay" -> essay, "novel" -> novel; for English corpora "pan13" -> textbook, "pan15" -> dialogue);
+    else "unknown". Only those two levels are looked at, so unrelated ancestors cannot leak in.
+    """
+    contents = contents or {}
+    declared = contents.get("genre")
+    if isinstance(declared, str) and declared.strip():
+        key = declared.strip().lower()
+        return CLASSIC_GENRES.get(key, key)
+    corpus_dir = Path(corpus_dir)
+    resolved = corpus_dir.resolve()
+    names = [n.lower() for n in (corpus_dir.name, corpus_dir.parent.name, resolved.name, resolved.parent.name)]
+    language = contents.get("language")
+    language = language.lower() if isinstance(language, str) else ""
+    for name in names:
+        for keyword, genre in _GENRE_KEYWORDS:
+            if keyword in name:
+                return genre
+    other_language = any(other in name for name in names for other in _OTHER_LANGUAGES)
+    if language in ("", "english", "en") and not other_language:
+        for name in names:
+            for keyword, genre in _ENGLISH_YEAR_GENRES:
+                if keyword in name:
+                    return genre
+    return UNKNOWN_GENRE
+
+
+def _read_contents(corpus_dir: Path) -> tuple[dict[str, Any] | None, Path | None]:
+    """contents.json of a corpus folder, if present: (object, path)."""
+    path = corpus_dir / "contents.json"
+    if not path.is_file():
+        return None, None
+    try:
+        obj = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 ({exc.reason})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    if not isinstance(obj, dict):
+        raise DataError("expected a JSON object", path=path)
+    return obj, path
+
+
+def problem_dirs(corpus_dir: Path) -> list[Path]:
+    """The problem subfolders of a corpus folder, sorted by name; hidden and `__` folders are skipped."""
+    dirs = sorted(p for p in corpus_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
+    if not dirs:
+        raise DataError(
+            "no problem folders here (expected <ID>/known01.txt ... <ID>/unknown.txt, PAN 2013-2015 layout)",
+            path=corpus_dir,
+        )
+    looks_like_corpora = all(
+        not (d / "unknown.txt").exists() and not any(_KNOWN_NAME.match(f.name) for f in d.iterdir()) for d in dirs
+    )
+    if looks_like_corpora:
+        # the PAN archives nest corpus folders one or two levels down: name them rather than just refuse
+        candidates = [*dirs, *(sub for d in dirs for sub in sorted(d.iterdir()) if sub.is_dir())]
+        hint = [
+            str(c.relative_to(corpus_dir))
+            for c in candidates
+            if (c / "truth.txt").is_file() or (c / "contents.json").is_file()
+        ]
+        shown = ", ".join(hint[:5]) + (f" and {len(hint) - 5} more" if len(hint) > 5 else "")
+        where = f" (these look like corpus folders: {shown}; point at one of them)" if hint else ""
+        raise DataError(
+            f"no problem folders here: no subfolder holds unknown.txt or known01.txt{where}", path=corpus_dir
+        )
+    return dirs
+
+
+def read_classic_corpus(
+    corpus_dir: Path, *, allow_empty_texts: bool = False
+) -> tuple[tuple[VerificationProblem, ...], list[Path]]:
+    """Read the problems of one PAN 2013-2015 corpus folder (not its truth): problems and the files read.
+
+    Problems come in problem-folder name order (the order of truth.txt and contents.json in the PAN
+    corpora); each problem's texts are known01..knownNN in number order, then unknown.txt.
+    """
+    corpus_dir = Path(corpus_dir)
+    if not corpus_dir.is_dir():
+        raise DataError("corpus folder not found", path=corpus_dir)
+    contents, contents_path = _read_contents(corpus_dir)
+    genre = classic_genre(corpus_dir, contents)
+    files: list[Path] = [contents_path] if contents_path is not None else []
+    problems: list[VerificationProblem] = []
+    for problem_dir in problem_dirs(corpus_dir):
+        known = sorted(
+            (int(m.group(1)), f) for f in problem_dir.iterdir() if f.is_file() and (m := _KNOWN_NAME.match(f.name))
+        )
+        unknown = problem_dir / "unknown.txt"
+        if not unknown.is_file():
+            raise DataError("problem folder without unknown.txt", path=problem_dir)
+        if not known:
+            raise DataError("problem folder without known texts (known01.txt ...)", path=problem_dir)
+        numbers = [n for n, _ in known]
+        if len(set(numbers)) != len(numbers):
+            raise DataError("known texts with the same number (e.g. known1.txt and known01.txt)", path=problem_dir)
+        paths = [f for _, f in known] + [unknown]
+        texts = tuple(read_text_file(f, allow_empty=allow_empty_texts) for f in paths)
+        files.extend(paths)
+        problems.append(VerificationProblem(problem_dir.name, texts, (genre,) * len(texts)))
+    if contents is not None and isinstance(contents.get("problems"), list):
+        _check_contents_listing(contents["problems"], problems, contents_path)
+    return tuple(problems), files
+
+
+def _check_contents_listing(listed: list[Any], problems: Sequence[VerificationProblem], path: Path | None) -> None:
+    """contents.json's problem list, where present, must name exactly the problem folders."""
+    names = {str(x) for x in listed}
+    folders = {p.id for p in problems}
+    if names - folders:
+        missing = sorted(names - folders)[:5]
+        raise DataError(f"lists problems without a folder: {', '.join(missing)}", path=path, field="problems")
+    if folders - names:
+        extra = sorted(folders - names)[:5]
+        raise DataError(f"does not list problem folders: {', '.join(extra)}", path=path, field="problems")
+
+
+def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[str, int]]:
+    """Read a PAN 2013-2015 truth.txt ("ID Y|N" lines; BOM, CRLF and blank lines tolerated).
+
+    Returns truth by id (authors None: the corpora do not name them; see `placeholder_authors`)
+    and the line each id is on.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError("truth file not found", path=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
+    try:
+        content = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"not valid UTF-8 ({exc.reason})", path=path, line=line) from None
+    truth: dict[str, VerificationTruth] = {}
+    lines: dict[str, int] = {}
+    for line_no, line in enumerate(content.splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2:
+            raise DataError(f"expected 'ID Y' or 'ID N', got {line.strip()!r}", path=path, line=line_no)
+        problem_id, answer = parts
+        if problem_id in lines:
+            raise DataError(
+                f"duplicate id {problem_id!r} (first on line {lines[problem_id]})", path=path, line=line_no, field="id"
+            )
+        if answer.upper() not in ("Y", "N"):
+            raise DataError(f"expected Y or N, got {answer!r}", path=path, line=line_no, field="answer")
+        truth[problem_id] = VerificationTruth(problem_id, answer.upper() == "Y", None)
+        lines[problem_id] = line_no
+    if not truth:
+        raise DataError("file is empty", path=path)
+    return truth, lines

@@ -1,0 +1,124 @@
+"""PAN 2020-2023 verification data: pairs.jsonl + truth.jsonl per split, and the task base that reads them.
+
+Per split folder (plain or .gz):
+    pairs.jsonl  {"id": str, "pair": [text1, text2], "discourse_types": [t1, t2] (optional)}
+    truth.jsonl  {"id": str, "same": bool, "authors": [a, b] (optional)}
+
+Bad input is a `DataError` naming the file, the line and the field. Loading never writes anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.errors import DataError
+from harness.files import find_data_file, read_jsonl, require_field, sha256_files
+from harness.records import VerificationData, VerificationProblem, VerificationTruth
+from tasks.pan.common import PanVerificationTask, check_truth_ids, split_dir
+
+
+def read_pairs(path: Path, *, allow_empty_texts: bool = False) -> tuple[VerificationProblem, ...]:
+    """Read a PAN 2020-2023 pairs file (plain or .gz) into problems, in file order, validating each line.
+
+    An empty text is an error, except with `allow_empty_texts` (TIRA mode, where every problem
+    must still get an answer: `harness predict` answers such problems with 0.5).
+    """
+    path = Path(path)
+    problems: list[VerificationProblem] = []
+    first_line: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        problem_id = _read_id(obj, path, line, first_line)
+        pair = require_field(obj, "pair", list, path, line)
+        if len(pair) != 2:
+            raise DataError(f"expected 2 texts, got {len(pair)}", path=path, line=line, field="pair")
+        texts = []
+        for i, text in enumerate(pair):
+            if not isinstance(text, str):
+                raise DataError(f"expected str, got {type(text).__name__}", path=path, line=line, field=f"pair[{i}]")
+            if not text.strip() and not allow_empty_texts:
+                raise DataError("text is empty", path=path, line=line, field=f"pair[{i}]")
+            texts.append(text)
+        types = _read_string_list(obj, "discourse_types", len(texts), path, line, optional=True)
+        problems.append(VerificationProblem(problem_id, tuple(texts), types))
+    return tuple(problems)
+
+
+def read_truth_jsonl(path: Path) -> tuple[dict[str, VerificationTruth], dict[str, int]]:
+    """Read a PAN 2020-2023 truth file (plain or .gz): truth by id, and the line each id is on."""
+    path = Path(path)
+    truth: dict[str, VerificationTruth] = {}
+    lines: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        problem_id = _read_id(obj, path, line, lines)
+        same = require_field(obj, "same", bool, path, line)
+        authors = _read_string_list(obj, "authors", 2, path, line, optional=True)
+        if authors is not None and (authors[0] == authors[1]) != same:
+            raise DataError(
+                f"authors {list(authors)} contradict same={str(same).lower()}", path=path, line=line, field="authors"
+            )
+        truth[problem_id] = VerificationTruth(problem_id, same, authors)
+    return truth, lines
+
+
+def _read_id(obj: dict[str, Any], path: Path, line: int, first_line: dict[str, int]) -> str:
+    """The line's non-empty, not yet seen `id`; records the line it was first seen on."""
+    problem_id = require_field(obj, "id", str, path, line)
+    if not problem_id.strip():
+        raise DataError("empty id", path=path, line=line, field="id")
+    if problem_id in first_line:
+        raise DataError(
+            f"duplicate id {problem_id!r} (first on line {first_line[problem_id]})", path=path, line=line, field="id"
+        )
+    first_line[problem_id] = line
+    return problem_id
+
+
+def _read_string_list(
+    obj: dict[str, Any], field: str, length: int, path: Path, line: int, *, optional: bool
+) -> tuple[str, ...] | None:
+    """obj[field] as a tuple of `length` non-empty strings; None where optional and absent (or null)."""
+    if optional and obj.get(field) is None:
+        return None
+    values = require_field(obj, field, list, path, line)
+    if len(values) != length:
+        raise DataError(f"expected {length} entries, got {len(values)}", path=path, line=line, field=field)
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise DataError(f"expected str, got {type(value).__name__}", path=path, line=line, field=f"{field}[{i}]")
+        if not value.strip():
+            raise DataError("empty string", path=path, line=line, field=f"{field}[{i}]")
+    return tuple(values)
+
+
+class JsonlVerificationTask(PanVerificationTask):
+    """A PAN verification task on pairs.jsonl + truth.jsonl splits; subclasses declare metadata (and evaluator)."""
+
+    _EXPECTED = "pairs.jsonl[.gz] and truth.jsonl[.gz], the PAN 2020-2023 layout"
+
+    def load(self, data_dir: Path, split: str) -> VerificationData:
+        """Read `<data_dir>/<split>/pairs.jsonl[.gz]` and its `truth.jsonl[.gz]`."""
+        folder = split_dir(data_dir, split, self.metadata, self._EXPECTED)
+        pairs_path = find_data_file(folder, "pairs.jsonl")
+        truth_path = find_data_file(folder, "truth.jsonl")
+        problems = read_pairs(pairs_path)
+        truth, truth_lines = read_truth_jsonl(truth_path)
+        check_truth_ids(problems, truth, truth_lines, truth_path, pairs_path)
+        checksum = sha256_files([pairs_path, truth_path], root=folder)
+        return VerificationData(problems, truth, folder, checksum)
+
+    def load_inputs(self, input_dir: Path) -> VerificationData:
+        """TIRA mode: read only `<input_dir>/pairs.jsonl[.gz]`; truth is None and never looked for."""
+        input_dir = Path(input_dir)
+        pairs_path = find_data_file(input_dir, "pairs.jsonl")
+        problems = read_pairs(pairs_path, allow_empty_texts=True)
+        return VerificationData(problems, None, input_dir, sha256_files([pairs_path], root=input_dir))
+
+    def read_truth(self, path: Path) -> dict[str, VerificationTruth]:
+        """Read a truth file, or the truth.jsonl[.gz] of a folder, into truth by problem id."""
+        path = Path(path)
+        if path.is_dir():
+            path = find_data_file(path, "truth.jsonl")
+        elif not path.exists():
+            raise DataError("truth file not found", path=path)
+        return read_truth_jsonl(path)[0]

@@ -1,0 +1,34 @@
+"""The `pan23` task: PAN 2020-2023 authorship verification scored with the PAN 2023 evaluator."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from harness.task import TaskMetadata
+from tasks.pan.jsonl import JsonlVerificationTask
+
+PAN23_DISCOURSE_TYPES = ("essay", "email", "interview", "speech_transcription")
+
+
+class Pan23Task(JsonlVerificationTask):
+    """PAN 2020-2023 authorship verification: pairs of texts, same author or not; PAN 2023 measures."""
+
+    metadata: ClassVar[TaskMetadata] = TaskMetadata(
+        name="pan23",
+        version="1",
+        kind="verification",
+        description=(
+            "PAN 2020-2023 authorship verification: pairs.jsonl + truth.jsonl per split; "
+            "scored with the PAN 2023 evaluator (overall = mean of AUC, c@1, F0.5u, F1, Brier)"
+        ),
+        main_score="overall",
+        measures=("auc", "c_at_1", "f_05_u", "f1", "brier", "overall"),
+        splits=("train", "test"),
+        evaluator="pan23",
+        citation=(
+            "Efstathios Stamatatos, Krzysztof Kredens, Piotr Pezik, Annina Heini, Janek Bevendorff, "
+            "Benno Stein, Martin Potthast. Overview of the Authorship Verification Task at PAN 2023. "
+            "CLEF 2023 Working Notes, CEUR-WS.org vol. 3497, 2023."
+        ),
+        extra={"discourse_types": PAN23_DISCOURSE_TYPES},
+    )
