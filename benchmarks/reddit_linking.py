@@ -38,14 +38,17 @@ def default_data() -> Path:
 
 
 def neural_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The caps of the neural systems (all three share them, so they differ only in sample sizes)."""
+    """The caps of the neural systems (all three share them, so they differ only in sample sizes).
+
+    Dotted names set a field of a part (`encoder.token_dim`: the SampleEncoderConfig's token_dim).
+    """
     return {
-        "vocab_size": args.vocab_size,
-        "token_dim": args.dim,
-        "filters": args.dim,
-        "attention_dim": 2 * args.dim,
-        "embedding_dim": 2 * args.dim,
-        "epochs": args.epochs,
+        "encoder.vocab_size": args.vocab_size,
+        "encoder.token_dim": args.dim,
+        "encoder.filters": args.dim,
+        "encoder.attention_dim": 2 * args.dim,
+        "encoder.embedding_dim": 2 * args.dim,
+        "training.epochs": args.epochs,
         "cpu_threads": args.threads,
         "device": "cpu",
     }

@@ -23,17 +23,19 @@ TASK_PARAMS = {
     "linking_target_sizes": "[1,2,4,8]",
     "linking_target_size": 4,
 }
-SYSTEM_PARAMS = {
-    "vocab_size": 400,
-    "token_dim": 16,
-    "filters": 16,
-    "subreddit_dim": 8,
-    "attention_dim": 32,
-    "embedding_dim": 32,
-    "epochs": 1,
-    "steps_per_epoch": 4,
-    "authors_per_batch": 8,
-    "samples_per_author": 2,
+SYSTEM_PARAMS = {  # a part's field by its dotted name
+    "encoder.vocab_size": 400,
+    "encoder.token_dim": 16,
+    "encoder.filters": 16,
+    "encoder.subreddit_dim": 8,
+    "encoder.attention_dim": 32,
+    "encoder.embedding_dim": 32,
+    "training.epochs": 1,
+    "training.steps_per_epoch": 4,
+    "training.authors_per_batch": 8,
+    "training.samples_per_author": 2,
+    "loss": "topk",
+    "loss.top_k": 2,
     "device": "cpu",
     "cpu_threads": 1,
 }
@@ -69,6 +71,8 @@ def test_harness_run_varlen_linker_on_reddit(real_slice: Path, tmp_path: Path):
     result = json.loads(result_path.read_text(encoding="utf-8"))
     assert set(result["scores"]) == {"mrr", "recall_at_4", "recall_at_8", "eer", "min_dcf"}
     assert result["main_score"]["name"] == "eer" and 0.0 <= result["main_score"]["value"] <= 1.0
+    assert result["system"]["params"]["loss"] == {"name": "topk", "top_k": 2, "margin": 0.25}
+    assert result["system"]["params"]["encoder"]["token_dim"] == 16
     settings = result["task"]["measure_settings"]
     assert settings["min_dcf"] == {"p_target": 0.05, "c_miss": 1.0, "c_fa": 2.0, "normalized": True}
     assert settings["metric"] == "euclidean" and settings["counts"]["linking"]["queries"] > 0

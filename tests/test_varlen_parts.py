@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from systems.varlen_linker.batching import blank_row, post_table, training_batch
-from systems.varlen_linker.losses import LOSSES, euclidean_distances, make_loss, top_k_loss
-from systems.varlen_linker.model import SampleEncoder
-from systems.varlen_linker.sampling import epoch_batches, length_distribution, sample_length, sample_span
+from systems.varlen_linker.losses import LOSSES, TopKLoss, TripletLoss, euclidean_distances, top_k_loss
+from systems.varlen_linker.model import SampleEncoder, SampleEncoderConfig
+from systems.varlen_linker.sampling import SampleSizes, epoch_batches, length_distribution, sample_length, sample_span
 from systems.varlen_linker.text import PAD_ID, SubwordTokenizer
 from tasks.reddit import Action
 
@@ -42,6 +42,18 @@ def test_sample_length_edge_cases():
     assert length_distribution(min_length=1, max_length=1, alpha=3, beta=1) == {1: 1.0}
     with pytest.raises(ValueError):
         sample_length(rng, min_length=0, max_length=4, alpha=3, beta=1)
+
+
+def test_the_sample_sizes_part_draws_as_sample_length():
+    sizes = SampleSizes(min_length=2, max_length=9, beta_a=2.0, beta_b=1.5)
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    assert [sizes.draw(a) for _ in range(50)] == [
+        sample_length(b, min_length=2, max_length=9, alpha=2.0, beta=1.5) for _ in range(50)
+    ]
+    with pytest.raises(ValueError, match="min_length <= max_length"):
+        SampleSizes(min_length=5, max_length=2)
+    with pytest.raises(ValueError, match="beta_a and beta_b must be positive"):
+        SampleSizes(beta_a=0.0)
 
 
 def test_sample_span_with_fewer_posts_than_requested():
@@ -95,7 +107,7 @@ def test_training_batch_shapes_and_padding(tokenizer: SubwordTokenizer):
     actions = [Action(f"text {i}", i % 24, 0) for i in range(30)]
     table = post_table(actions, tokenizer, post_length=6, num_subreddits=2)
     offsets = np.array([0, 20, 23, 30])  # author 1 has only 3 posts
-    kwargs = {"samples_per_author": 2, "min_length": 4, "max_length": 8, "alpha": 3.0, "beta": 1.0}
+    kwargs = {"samples_per_author": 2, "sizes": SampleSizes(min_length=4, max_length=8)}
     batch = training_batch(table, offsets, np.array([0, 1, 2]), np.random.default_rng(0), pad_to=None, **kwargs)
     assert batch.labels.tolist() == [0, 0, 1, 1, 2, 2]
     assert batch.lengths[2] == batch.lengths[3] == 3  # fewer posts than the sample size: all of them
@@ -123,6 +135,20 @@ def random_posts(n: int, length: int = 32, seed: int = 0):
         torch.randint(0, 24, (n,), generator=g),
         torch.randint(0, 4, (n,), generator=g),
     )
+
+
+def test_the_encoder_config_builds_the_encoder_with_its_sizes():
+    config = SampleEncoderConfig(token_dim=8, filters=6, subreddit_dim=4, attention_dim=12, embedding_dim=10)
+    torch.manual_seed(0)
+    built = config.build(num_tokens=50, num_subreddits=4).state_dict()
+    reference = tiny_model().state_dict()  # the same sizes, built directly
+    assert built.keys() == reference.keys() and all(torch.equal(built[k], reference[k]) for k in reference)
+    assert config.build(num_tokens=50, num_subreddits=4).subreddits is not None
+    assert SampleEncoderConfig(use_subreddit=False).build(num_tokens=50, num_subreddits=4).subreddits is None
+    with pytest.raises(ValueError, match="attention_dim must be positive"):
+        SampleEncoderConfig(attention_dim=0)
+    with pytest.raises(ValueError, match="post_length must be at least 4"):
+        SampleEncoderConfig(post_length=3)
 
 
 def test_model_shapes_and_normalisation():
@@ -205,16 +231,23 @@ def test_distances_have_finite_gradients_at_zero():
     assert torch.isfinite(x.grad).all()
 
 
-@pytest.mark.parametrize("name", LOSSES)
-def test_every_loss_trains_a_batch(name):
+@pytest.mark.parametrize("part", LOSSES)
+def test_every_loss_trains_a_batch(part):
     torch.manual_seed(0)
     embeddings = torch.nn.functional.normalize(torch.randn(16, 8), dim=1).requires_grad_()
     labels = torch.arange(16) // 4
-    loss = make_loss(name, margin=0.2)(embeddings, labels)
+    loss = part().build()(embeddings, labels)
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(embeddings.grad).all()
-    with pytest.raises(ValueError):
-        make_loss("arcface")
+
+
+def test_the_top_k_part_is_the_top_k_loss_with_its_settings():
+    embeddings = torch.nn.functional.normalize(torch.randn(12, 5, generator=torch.Generator().manual_seed(3)), dim=1)
+    labels = torch.arange(12) // 3
+    built = TopKLoss(top_k=2, margin=0.1).build()(embeddings, labels)
+    assert torch.equal(built, top_k_loss(embeddings, labels, k=2, margin=0.1))
+    with pytest.raises(ValueError, match="top_k"):
+        TopKLoss(top_k=0)
 
 
 def test_triplet_loss_is_the_semi_hard_triplet_margin_loss():
@@ -223,7 +256,7 @@ def test_triplet_loss_is_the_semi_hard_triplet_margin_loss():
     labels = torch.tensor([0, 0, 1, 2])
     # anchor 0 / positive 1 (d 0.3): negative 2 (d 0.364) is semi-hard, negative 3 (d 2) easy;
     # anchor 1 / positive 0 (d 0.3): negative 2 (d 0.532 > 0.3 + 0.2) and 3 are easy: one triplet in all
-    loss = make_loss("triplet", margin=0.2)(embeddings, labels)
+    loss = TripletLoss(margin=0.2).build()(embeddings, labels)
     assert float(loss) == pytest.approx(0.3 - math.hypot(0.1, 0.35) + 0.2, abs=1e-5)
 
 

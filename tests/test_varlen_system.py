@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,27 +15,36 @@ import pytest
 from helpers.reddit_data import synthetic_train_data
 
 from harness.errors import HarnessError
-from systems.varlen_linker.system import IurFixed, VarlenAvg, VarlenLinker
-from systems.varlen_linker.tfidf import RedditTfidf
+from harness.params import build
+from systems.baselines.forum_tfidf import RedditTfidf
+from systems.varlen_linker.losses import TopKLoss
+from systems.varlen_linker.model import SampleEncoderConfig
+from systems.varlen_linker.sampling import SampleSizes
+from systems.varlen_linker.system import IurFixed, Training, VarlenAvg, VarlenLinker, upgrade_params
 from tasks.reddit import Action
 
 REPO = Path(__file__).resolve().parents[1]
+LEGACY = REPO / "tests" / "fixtures" / "varlen-legacy-checkpoint"
 
-TINY = {
-    "vocab_size": 60,
-    "post_length": 8,
-    "token_dim": 8,
-    "filters": 8,
-    "subreddit_dim": 4,
-    "attention_dim": 16,
-    "embedding_dim": 12,
-    "authors_per_batch": 4,
-    "samples_per_author": 2,
-    "epochs": 2,
-    "steps_per_epoch": 3,
+TINY = {  # dotted keys, as `harness run --param` gives them
+    "encoder.vocab_size": 60,
+    "encoder.post_length": 8,
+    "encoder.token_dim": 8,
+    "encoder.filters": 8,
+    "encoder.subreddit_dim": 4,
+    "encoder.attention_dim": 16,
+    "encoder.embedding_dim": 12,
+    "training.authors_per_batch": 4,
+    "training.samples_per_author": 2,
+    "training.epochs": 2,
+    "training.steps_per_epoch": 3,
     "device": "cpu",
     "cpu_threads": 1,
 }
+
+
+def tiny(cls: type = VarlenLinker, changes: dict | None = None):
+    return build(cls, {**TINY, **(changes or {})})
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +56,8 @@ def train():
 def fitted(train) -> dict:
     systems = {}
     for cls in (VarlenLinker, IurFixed, VarlenAvg):
-        params = dict(TINY)
-        if cls is IurFixed:
-            params.update(min_sample_length=4, max_sample_length=4)
-        system = cls(**params)
+        changes = {"sample_sizes.min_length": 4, "sample_sizes.max_length": 4} if cls is IurFixed else {}
+        system = tiny(cls, changes)
         system.fit(train, seed=0)
         systems[cls.name] = system
     return systems
@@ -75,7 +83,7 @@ def test_embed_shapes_and_checkpoint_round_trip(fitted, train, name, tmp_path: P
 
 
 def test_fit_is_reproducible_with_a_seed(train):
-    a, b = VarlenLinker(**TINY), VarlenLinker(**TINY)
+    a, b = tiny(), tiny()
     a.fit(train, seed=3)
     b.fit(train, seed=3)
     samples = samples_of(train)
@@ -108,35 +116,100 @@ def test_bad_input(fitted, train):
     unknown = system.embed([(Action("a1w2 a1w3", 4, 99),), (Action("a1w2 a1w3", 4, -3),)])
     assert np.allclose(unknown, system.embed([(Action("a1w2 a1w3", 4, other),)] * 2), atol=1e-6)
     with pytest.raises(HarnessError, match="not fitted"):
-        VarlenLinker(**TINY).embed([train.streams[0].actions])
+        tiny().embed([train.streams[0].actions])
 
 
 def test_fit_with_authors_shorter_than_the_sample_size():
     short = synthetic_train_data(n_authors=6, per_author=3)  # every author has fewer posts than S = 16
-    system = VarlenLinker(**{**TINY, "min_sample_length": 1, "max_sample_length": 16})
+    system = tiny(VarlenLinker, {"sample_sizes.min_length": 1, "sample_sizes.max_length": 16})
     system.fit(short, seed=0)
     assert np.isfinite(system.embed([s.actions for s in short.streams])).all()
-    iur = IurFixed(**TINY)  # pads the 3-post samples to 16 in training
+    iur = tiny(IurFixed)  # pads the 3-post samples to 16 in training
     iur.fit(short, seed=0)
     assert iur.embed([short.streams[0].actions]).shape == (1, 12)
 
 
-def test_bad_parameters_and_too_little_data():
-    with pytest.raises(HarnessError, match="loss"):
-        VarlenLinker(loss="arcface")
-    with pytest.raises(HarnessError):
-        VarlenLinker(samples_per_author=1)
-    with pytest.raises(HarnessError):
-        VarlenLinker(min_sample_length=5, max_sample_length=2)
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"loss": "arcface"}, "loss must be one of ranked_list, topk, triplet, not 'arcface'"),
+        ({"training.samples_per_author": 1}, "samples_per_author must be at least 2"),
+        ({"sample_sizes.min_length": 5, "sample_sizes.max_length": 2}, "need 1 <= min_length <= max_length"),
+        ({"encoder.post_length": 3}, "post_length must be at least 4"),
+        ({"encoder.width": 3}, "encoder (sample_encoder) has no field 'width'"),
+        ({"loss.top_k": 0, "loss": "topk"}, "top_k must be positive"),
+        ({"cpu_threads": 0}, "cpu_threads must be positive"),
+        ({"vocab_size": 10}, "has no parameter(s) vocab_size"),
+    ],
+)
+def test_bad_parameters_are_one_line_errors_naming_them(params, message):
+    with pytest.raises(HarnessError, match="^varlen_linker[: ].*" + re.escape(message)) as error:
+        build(VarlenLinker, params)
+    assert "\n" not in str(error.value)
+
+
+def test_bad_parts_and_too_little_data():
+    with pytest.raises(HarnessError, match="loss must be a TripletLoss or TopKLoss or RankedListLoss, not 'topk'"):
+        VarlenLinker(loss="topk")
+    with pytest.raises(ValueError, match="samples_per_author"):
+        Training(samples_per_author=1)
     with pytest.raises(HarnessError, match="at least 2 authors"):
-        VarlenLinker(**TINY).fit(synthetic_train_data(n_authors=1, per_author=5), seed=0)
+        tiny().fit(synthetic_train_data(n_authors=1, per_author=5), seed=0)
+
+
+def test_parts_from_dotted_keys_and_the_nested_params():
+    system = build(IurFixed, {"encoder.token_dim": 16, "loss": "topk", "loss.top_k": 8, "training.lr": 0.01})
+    assert system.encoder == SampleEncoderConfig(token_dim=16)
+    assert system.loss == TopKLoss(top_k=8) and system.training == Training(lr=0.01)
+    assert system.sample_sizes == SampleSizes(min_length=16, max_length=16)  # the baseline's default
+    params = system.params()
+    assert params["loss"] == {"name": "topk", "top_k": 8, "margin": 0.25}
+    assert params["sample_sizes"] == {"name": "beta", "min_length": 16, "max_length": 16, "beta_a": 3.0, "beta_b": 1.0}
+    assert params["encoder"]["name"] == "sample_encoder" and params["embed_batch_posts"] == 4096
+    assert build(IurFixed, json.loads(json.dumps(params))).params() == params
+    assert VarlenAvg().sample_sizes == SampleSizes(min_length=1, max_length=1)
+    assert VarlenLinker(encoder=SampleEncoderConfig(filters=8)).encoder.filters == 8
 
 
 @pytest.mark.parametrize("loss", ["topk", "ranked_list"])
 def test_other_losses_train(train, loss):
-    system = VarlenLinker(**{**TINY, "loss": loss, "samples_per_author": 3, "epochs": 1})
+    system = tiny(VarlenLinker, {"loss": loss, "training.samples_per_author": 3, "training.epochs": 1})
     system.fit(train, seed=0)
     assert np.isfinite(system.training_stats["epoch_losses"]).all()
+    assert len(system.training_stats["epoch_seconds"]) == 1
+
+
+def test_a_checkpoint_of_the_flat_parameter_format_loads_and_embeds_the_same():
+    """The fixture was written by the code before parts (flat parameters, loss="topk"): see its README."""
+    system = VarlenLinker.load(LEGACY)
+    assert system.encoder == SampleEncoderConfig(
+        vocab_size=40, post_length=6, token_dim=4, filters=4, subreddit_dim=2, attention_dim=8, embedding_dim=6
+    )
+    assert system.loss == TopKLoss(top_k=3, margin=0.3) and system.sample_sizes == SampleSizes()
+    assert system.training == Training(authors_per_batch=4, samples_per_author=2, epochs=1, steps_per_epoch=2)
+    assert (system.device, system.cpu_threads) == ("cpu", 1)
+    train = synthetic_train_data(n_authors=6, per_author=10)
+    samples = [train.streams[i].actions[: 1 + 3 * i] for i in range(6)]
+    expected = np.asarray(json.loads((LEGACY / "expected.json").read_text())["embeddings"], dtype=np.float32)
+    assert np.array_equal(system.embed(samples), expected)
+
+
+@pytest.mark.parametrize(
+    ("loss", "settings", "part"),
+    [
+        ("triplet", {"margin": 0.3}, {"loss": "triplet", "loss.margin": 0.3}),
+        ("ranked_list", {"margin": 0.4}, {"loss": "ranked_list", "loss.margin": 0.4}),
+        ("topk", {"top_k": 6, "top_k_margin": 0.1}, {"loss": "topk", "loss.top_k": 6, "loss.margin": 0.1}),
+    ],
+)
+def test_flat_parameters_upgrade_to_parts(loss, settings, part):
+    flat = {"loss": loss, "margin": 0.2, "top_k": 4, "top_k_margin": 0.25, **settings}
+    flat.update(vocab_size=50, min_sample_length=16, max_sample_length=16, epochs=3, device="cpu")
+    expected = {"encoder.vocab_size": 50, "sample_sizes.min_length": 16, "sample_sizes.max_length": 16}
+    assert upgrade_params(flat) == {**expected, "training.epochs": 3, "device": "cpu", **part}
+    assert upgrade_params({"loss": {"name": "topk"}}) == {"loss": {"name": "topk"}}  # today's form: as it is
+    with pytest.raises(HarnessError, match="unknown loss 'arcface'"):
+        upgrade_params({"loss": "arcface"})
 
 
 def test_tfidf_baseline(train, tmp_path: Path):
@@ -158,11 +231,12 @@ DDP_SCRIPT = textwrap.dedent(
     """
     import hashlib, json, os, sys
     import torch
+    from harness.params import build
     from systems.varlen_linker.system import VarlenLinker
     from helpers.reddit_data import synthetic_train_data
 
     params = json.loads(sys.argv[2])
-    system = VarlenLinker(**params)
+    system = build(VarlenLinker, params)
     system.fit(synthetic_train_data(n_authors=12, per_author=16), seed=0)
     digest = hashlib.sha256()
     for name, tensor in sorted(system._model.state_dict().items()):
@@ -179,7 +253,7 @@ def test_ddp_with_two_gloo_processes(tmp_path: Path):
     """torchrun, 2 CPU processes: one tokenizer, identical weights after training, each process half the steps."""
     script = tmp_path / "ddp_fit.py"
     script.write_text(DDP_SCRIPT, encoding="utf-8")
-    params = {**TINY, "epochs": 1, "steps_per_epoch": 4}
+    params = {**TINY, "training.epochs": 1, "training.steps_per_epoch": 4}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=0"]
     command += ["--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", str(script), str(tmp_path), json.dumps(params)]

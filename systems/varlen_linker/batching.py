@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from systems.varlen_linker.sampling import sample_length, sample_span
+from systems.varlen_linker.sampling import SampleSizes, sample_span
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action
 
@@ -88,13 +88,11 @@ def training_batch(
     rng: np.random.Generator,
     *,
     samples_per_author: int,
-    min_length: int,
-    max_length: int,
-    alpha: float,
-    beta: float,
+    sizes: SampleSizes,
     pad_to: int | None,
 ) -> Batch:
-    """`samples_per_author` contiguous samples of each author (stream i is rows offsets[i]:offsets[i+1]).
+    """`samples_per_author` contiguous samples of each author (stream i is rows offsets[i]:offsets[i+1]),
+    each of a size drawn from `sizes`.
 
     With `pad_to`, shorter samples are padded with blank posts to that many posts (the fixed-length
     IUR-style model sees padding as posts, as it does at test time).
@@ -103,7 +101,7 @@ def training_batch(
     for author in authors:
         start, stop = int(offsets[author]), int(offsets[author + 1])
         for _ in range(samples_per_author):
-            size = sample_length(rng, min_length=min_length, max_length=max_length, alpha=alpha, beta=beta)
+            size = sizes.draw(rng)
             first, last = sample_span(rng, stop - start, size)
             rows = np.arange(start + first, start + last, dtype=np.int64)
             units.append(rows if pad_to is None else padded(rows, pad_to, blank_row(table)))

@@ -1,21 +1,85 @@
-"""Metric-learning losses over a batch of sample embeddings labelled by author.
+"""Metric-learning losses over a batch of sample embeddings labelled by author, as parts.
 
-- "triplet": triplet margin loss on semi-hard triplets (Schroff et al. 2015), both from
-  pytorch-metric-learning, on Euclidean distance.
-- "topk": the top-k precision loss of Lu et al. (ICCV 2019), as Khan et al. use it; written here
-  (pytorch-metric-learning has no such loss) and checked against a plain Python loop in the tests.
-- "ranked_list": pytorch-metric-learning's RankedListLoss (Wang et al. 2019), a related list loss.
+Each loss is a part (harness.params): a frozen dataclass of its settings whose `build()` gives the
+function of (embeddings, labels) that training calls.
+
+- `TripletLoss` ("triplet"): triplet margin loss on semi-hard triplets (Schroff et al. 2015), both
+  from pytorch-metric-learning, on Euclidean distance.
+- `TopKLoss` ("topk"): the top-k precision loss of Lu et al. (ICCV 2019), as Khan et al. use it;
+  written here (pytorch-metric-learning has no such loss) and checked against a plain Python loop
+  in the tests.
+- `RankedListLoss` ("ranked_list"): pytorch-metric-learning's RankedListLoss (Wang et al. 2019), a
+  related list loss.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 
-LOSSES = ("triplet", "topk", "ranked_list")
-
 LossFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TripletLoss:
+    """Triplet margin loss on semi-hard triplets (paper's margin: 0.2)."""
+
+    name: ClassVar[str] = "triplet"
+    margin: float = 0.2
+
+    def build(self) -> LossFunction:
+        """The loss as a function of (embeddings, labels)."""
+        from pytorch_metric_learning import losses, miners
+
+        distance = _euclidean()
+        loss = losses.TripletMarginLoss(margin=self.margin, distance=distance)
+        miner = miners.TripletMarginMiner(margin=self.margin, type_of_triplets="semihard", distance=distance)
+        return lambda embeddings, labels: loss(embeddings, labels, miner(embeddings, labels))
+
+
+@dataclass(frozen=True)
+class TopKLoss:
+    """The top-k precision loss of Lu et al. (paper: k = 4, margin 0.25); see `top_k_loss`."""
+
+    name: ClassVar[str] = "topk"
+    top_k: int = 4
+    margin: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be positive, got {self.top_k}")
+
+    def build(self) -> LossFunction:
+        """The loss as a function of (embeddings, labels)."""
+        return lambda embeddings, labels: top_k_loss(embeddings, labels, k=self.top_k, margin=self.margin)
+
+
+@dataclass(frozen=True)
+class RankedListLoss:
+    """pytorch-metric-learning's ranked list loss (Tn = 0: no temperature weighting of negatives)."""
+
+    name: ClassVar[str] = "ranked_list"
+    margin: float = 0.2
+
+    def build(self) -> LossFunction:
+        """The loss as a function of (embeddings, labels)."""
+        from pytorch_metric_learning import losses
+
+        ranked = losses.RankedListLoss(margin=self.margin, Tn=0.0, distance=_euclidean())
+        return lambda embeddings, labels: ranked(embeddings, labels)
+
+
+LOSSES = (TripletLoss, TopKLoss, RankedListLoss)
+
+
+def _euclidean() -> Any:
+    from pytorch_metric_learning.distances import LpDistance
+
+    # the model normalises already; the loss must measure the distance the task scores with
+    return LpDistance(normalize_embeddings=False, p=2, power=1)
 
 
 def euclidean_distances(embeddings: torch.Tensor) -> torch.Tensor:
@@ -76,22 +140,3 @@ def _first_of_each_row(candidates: torch.Tensor, values: torch.Tensor, counts: t
     order = keyed.argsort(dim=1, descending=largest, stable=True)
     position = order.argsort(dim=1, stable=True)
     return candidates & (position < counts.unsqueeze(1))
-
-
-def make_loss(name: str, *, margin: float = 0.2, top_k: int = 4, top_k_margin: float = 0.25) -> LossFunction:
-    """The loss `name` (one of LOSSES) as a function of (embeddings, labels)."""
-    if name == "topk":
-        return lambda embeddings, labels: top_k_loss(embeddings, labels, k=top_k, margin=top_k_margin)
-    from pytorch_metric_learning import losses, miners
-    from pytorch_metric_learning.distances import LpDistance
-
-    # the model normalises already; the loss must measure the distance the task scores with
-    distance = LpDistance(normalize_embeddings=False, p=2, power=1)
-    if name == "triplet":
-        loss = losses.TripletMarginLoss(margin=margin, distance=distance)
-        miner = miners.TripletMarginMiner(margin=margin, type_of_triplets="semihard", distance=distance)
-        return lambda embeddings, labels: loss(embeddings, labels, miner(embeddings, labels))
-    if name == "ranked_list":
-        ranked = losses.RankedListLoss(margin=margin, Tn=0.0, distance=distance)
-        return lambda embeddings, labels: ranked(embeddings, labels)
-    raise ValueError(f"unknown loss {name!r}; choose one of {LOSSES}")

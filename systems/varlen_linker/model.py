@@ -7,12 +7,17 @@ connected layers with bias give the embedding (L2-normalised, so Euclidean dista
 
 Posts of a batch are passed flat, with each sample's length: the convolutions run over real posts
 only, and padding positions are masked out of the attention and the max-pool.
+
+`SampleEncoderConfig` is the encoder as a part of a system (harness.params): the tokenizer's
+vocabulary and post length, the layer sizes and the feature switches; it builds the module.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -21,6 +26,50 @@ from torch.nn import functional as F
 from systems.varlen_linker.text import PAD_ID
 
 HOURS = 24
+
+
+@dataclass(frozen=True)
+class SampleEncoderConfig:
+    """The sample encoder's settings (paper: vocabulary 2^16, 32 subwords per post, layer sizes 512,
+    512 per width, 512, 512, 1024 with both the S and P features; the defaults are small, for CPU).
+
+    vocab_size: SentencePiece vocabulary (an upper bound on small corpora); post_length: subwords per
+    post, truncated or padded; token_dim, filters, subreddit_dim, attention_dim, embedding_dim: layer
+    sizes; use_subreddit, use_hour: the subreddit (S) and hour-of-day (P) features.
+    """
+
+    name: ClassVar[str] = "sample_encoder"
+    vocab_size: int = 8192
+    post_length: int = 32
+    token_dim: int = 64
+    filters: int = 64
+    subreddit_dim: int = 32
+    attention_dim: int = 128
+    embedding_dim: int = 128
+    use_subreddit: bool = True
+    use_hour: bool = True
+
+    def __post_init__(self) -> None:
+        sizes = ("vocab_size", "post_length", "token_dim", "filters", "subreddit_dim", "attention_dim", "embedding_dim")
+        for size in sizes:
+            if getattr(self, size) < 1:
+                raise ValueError(f"{size} must be positive, got {getattr(self, size)}")
+        if self.post_length < 4:
+            raise ValueError(f"post_length must be at least 4 (the widest convolution), got {self.post_length}")
+
+    def build(self, *, num_tokens: int, num_subreddits: int) -> SampleEncoder:
+        """The encoder for a trained tokenizer's `num_tokens` subwords and the task's subreddit buckets."""
+        return SampleEncoder(
+            vocab_size=num_tokens,
+            num_subreddits=num_subreddits,
+            token_dim=self.token_dim,
+            filters=self.filters,
+            subreddit_dim=self.subreddit_dim,
+            attention_dim=self.attention_dim,
+            embedding_dim=self.embedding_dim,
+            use_subreddit=self.use_subreddit,
+            use_hour=self.use_hour,
+        )
 
 
 class SampleEncoder(nn.Module):

@@ -5,13 +5,43 @@ x ~ Beta(alpha, beta) (paper: Beta(3, 1), R = 1, S = 16), its start uniform amon
 where it fits. Taken literally, the formula gives M = R only when x = 0, which has probability 0:
 with R = 1 the shortest sample drawn is 2 posts (single posts are still embedded fine at test
 time). An author with fewer than M actions gives all of them (the sample is shorter).
+
+`SampleSizes` holds R, S and the Beta parameters as a part of a system (harness.params).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class SampleSizes:
+    """Training sample sizes: R = min_length, S = max_length, x ~ Beta(beta_a, beta_b) (paper: 1, 16, 3, 1).
+
+    R = S gives fixed-size samples of S posts.
+    """
+
+    name: ClassVar[str] = "beta"
+    min_length: int = 1
+    max_length: int = 16
+    beta_a: float = 3.0
+    beta_b: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_length <= self.max_length:
+            raise ValueError(f"need 1 <= min_length <= max_length, got {self.min_length} and {self.max_length}")
+        if self.beta_a <= 0 or self.beta_b <= 0:
+            raise ValueError(f"beta_a and beta_b must be positive, got {self.beta_a} and {self.beta_b}")
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """One training sample's size (`sample_length`)."""
+        return sample_length(
+            rng, min_length=self.min_length, max_length=self.max_length, alpha=self.beta_a, beta=self.beta_b
+        )
 
 
 def sample_length(rng: np.random.Generator, *, min_length: int, max_length: int, alpha: float, beta: float) -> int:

@@ -11,21 +11,24 @@
 
 All three score pairs by Euclidean distance (metric "euclidean"). Training: SentencePiece unigram
 model on the training texts, then batches of `authors_per_batch` distinct authors with
-`samples_per_author` samples each, a metric-learning loss (systems.varlen_linker.losses), Adam.
-Mixed precision on CUDA; data parallel under torchrun (one batch per process per step).
+`samples_per_author` samples each, a metric-learning loss (systems.varlen_linker.losses), Adam, in
+the shared training loop (toolkit.training). Mixed precision on CUDA; data parallel under torchrun
+(one batch per process per step).
+
+The constructor takes parts (harness.params): `encoder` (SampleEncoderConfig), `sample_sizes`
+(SampleSizes), `loss` (TripletLoss, TopKLoss or RankedListLoss) and `training` (Training):
+`VarlenLinker(encoder=SampleEncoderConfig(token_dim=32), loss=TopKLoss(top_k=8))`, or on the command
+line `--param encoder.token_dim=32 --param loss=topk --param loss.top_k=8`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import functools
 import logging
 import math
-import resource
-import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -33,17 +36,19 @@ import numpy as np
 import torch
 
 from harness.errors import HarnessError
-from harness.progress import pbar
+from harness.params import build, rename_legacy
 from harness.system import constructor_params
-from systems.varlen_linker.batching import PostTable, blank_row, make_batch, padded, post_table, training_batch
-from systems.varlen_linker.losses import LOSSES, make_loss
-from systems.varlen_linker.model import SampleEncoder
-from systems.varlen_linker.sampling import epoch_batches
+from systems.varlen_linker.batching import Batch, PostTable, blank_row, make_batch, padded, post_table, training_batch
+from systems.varlen_linker.losses import LOSSES, RankedListLoss, TopKLoss, TripletLoss
+from systems.varlen_linker.model import SampleEncoder, SampleEncoderConfig
+from systems.varlen_linker.sampling import SampleSizes, epoch_batches
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action, RedditData
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
-from toolkit.devices import autocast, grad_scaler, resolve_device
-from toolkit.distributed import DistributedContext, all_reduce_mean, barrier, init_distributed, shard, wrap_model
+from toolkit.devices import autocast, resolve_device
+from toolkit.distributed import DistributedContext, barrier, init_distributed, shard, wrap_model
+from toolkit.memory import peak_rss_mb, torch_threads, trim_heap
+from toolkit.training import train_epochs
 
 logger = logging.getLogger("harness")
 
@@ -51,63 +56,86 @@ EMBED_MODES = ("whole", "groups", "posts")
 _System = TypeVar("_System", bound="VarlenLinker")
 
 
-@contextlib.contextmanager
-def torch_threads(count: int | None) -> Iterator[None]:
-    """torch's intra-op CPU threads set to `count` inside the block (unchanged for None)."""
-    if count is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def trim_heap() -> None:
-    """Give freed heap memory back to the OS (glibc only; a no-op elsewhere).
-
-    Batches of varying shapes fragment glibc's heap: without this, a CPU training run's resident
-    memory grew by about 10 MB per step (2.4 GB after 200 steps); with it, it stays flat.
+@dataclass(frozen=True)
+class Training:
+    """The training schedule: batches of `authors_per_batch` distinct authors x `samples_per_author`
+    samples (>= 2 of each: metric learning needs positives and negatives), `epochs` of
+    `steps_per_epoch` batches (None: one pass over the training authors), Adam with learning rate
+    `lr`, gradients clipped to norm `grad_clip`.
     """
-    global _LIBC
-    if _LIBC is None:
-        try:
-            _LIBC = ctypes.CDLL("libc.so.6")
-            _LIBC.malloc_trim  # noqa: B018 - not glibc: no malloc_trim
-        except (OSError, AttributeError):
-            _LIBC = False
-    if _LIBC:
-        _LIBC.malloc_trim(0)
+
+    name: ClassVar[str] = "adam"
+    authors_per_batch: int = 32
+    samples_per_author: int = 4
+    epochs: int = 5
+    steps_per_epoch: int | None = None
+    lr: float = 1e-3
+    grad_clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.authors_per_batch < 2:
+            raise ValueError(f"authors_per_batch must be at least 2 (metric learning), got {self.authors_per_batch}")
+        if self.samples_per_author < 2:
+            raise ValueError(f"samples_per_author must be at least 2 (metric learning), got {self.samples_per_author}")
+        if self.epochs < 0:
+            raise ValueError(f"epochs must be >= 0, got {self.epochs}")
+        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
+            raise ValueError(f"steps_per_epoch must be positive or None, got {self.steps_per_epoch}")
 
 
-_LIBC: Any = None
+# Checkpoints written before parts had flat parameters and the loss as a string: old name -> dotted name.
+LEGACY_RENAMES = {
+    **{
+        key: f"encoder.{key}"
+        for key in ("vocab_size", "post_length", "token_dim", "filters", "subreddit_dim", "attention_dim")
+        + ("embedding_dim", "use_subreddit", "use_hour")
+    },
+    "min_sample_length": "sample_sizes.min_length",
+    "max_sample_length": "sample_sizes.max_length",
+    "beta_a": "sample_sizes.beta_a",
+    "beta_b": "sample_sizes.beta_b",
+    **{
+        key: f"training.{key}"
+        for key in ("authors_per_batch", "samples_per_author", "epochs", "steps_per_epoch", "lr", "grad_clip")
+    },
+}
+# the old loss strings -> (the loss part's name, {old flat parameter: the part's field})
+LEGACY_LOSSES = {
+    "triplet": ("triplet", {"margin": "margin"}),
+    "topk": ("topk", {"top_k": "top_k", "top_k_margin": "margin"}),
+    "ranked_list": ("ranked_list", {"margin": "margin"}),
+}
+_LEGACY_LOSS_PARAMS = ("margin", "top_k", "top_k_margin")
 
 
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far, in MiB (Linux reports KiB, macOS bytes)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+def upgrade_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint's parameters in today's form: those of the flat format (the loss a string)
+    renamed to dotted names, the loss string and its settings made a loss part; others as they are.
+    """
+    if not isinstance(params.get("loss"), str):
+        return dict(params)
+    flat = dict(params)
+    loss = flat.pop("loss")
+    if loss not in LEGACY_LOSSES:
+        raise HarnessError(f"unknown loss {loss!r} in a checkpoint; known: {', '.join(LEGACY_LOSSES)}")
+    part, fields = LEGACY_LOSSES[loss]
+    settings = {key: flat.pop(key) for key in _LEGACY_LOSS_PARAMS if key in flat}
+    upgraded = rename_legacy(flat, LEGACY_RENAMES)
+    upgraded["loss"] = part
+    upgraded.update({f"loss.{field}": settings[old] for old, field in fields.items() if old in settings})
+    return upgraded
 
 
 class VarlenLinker:
     """Variable-length sample encoder (Khan et al. 2021); see the module docstring.
 
-    Parameters (all JSON values, so `harness run --param KEY=VALUE` can set them):
-        vocab_size: SentencePiece vocabulary (paper: 2^16; an upper bound on small corpora).
-        post_length: subwords per post, truncated or padded (paper: 32).
-        token_dim, filters, subreddit_dim, attention_dim, embedding_dim: layer sizes
-            (paper: 512, 512 per width, 512, 512, 1024; defaults 64, 64, 32, 128, 128 for CPU).
-        use_subreddit, use_hour: the S and P features (paper's full model TPS: both).
-        min_sample_length, max_sample_length: R and S of the training sample sizes.
-        beta_a, beta_b: the Beta distribution of x (paper: 3, 1).
-        loss: "triplet" (semi-hard mining), "topk" (Lu et al.) or "ranked_list" (pytorch-metric-learning).
-        margin: triplet / ranked-list margin (paper: 0.2); top_k, top_k_margin: the top-k loss's k
-            and margin (paper: 4 and 0.25).
-        authors_per_batch, samples_per_author: batch = authors x samples (samples_per_author >= 2).
-        epochs, steps_per_epoch: steps_per_epoch None = one pass over the training authors.
-        lr, grad_clip: Adam's learning rate and the gradient-norm clip.
+    Parameters (parts, or JSON values, so `harness run --param KEY=VALUE` can set them):
+        encoder: the sample encoder's vocabulary, post length, layer sizes and features
+            (SampleEncoderConfig; paper: 2^16, 32, 512, 512 per width, 512, 512, 1024, S and P).
+        sample_sizes: R, S and Beta(a, b) of the training sample sizes (SampleSizes; paper: 1, 16, 3, 1).
+        loss: TripletLoss (semi-hard mining, paper margin 0.2), TopKLoss (Lu et al.; paper k = 4,
+            margin 0.25) or RankedListLoss (pytorch-metric-learning).
+        training: batch shape, epochs and steps, Adam's learning rate, gradient clip (Training).
         embed_batch_posts: posts per forward pass when embedding.
         device: "auto", "cpu" or "cuda"; mixed_precision: autocast on CUDA (ignored on CPU).
         cpu_threads: torch's CPU threads while fitting and embedding (None: torch's default). On a
@@ -117,75 +145,39 @@ class VarlenLinker:
     name: ClassVar[str] = "varlen_linker"
     metric: ClassVar[str] = "euclidean"
     embed_mode: ClassVar[str] = "whole"
+    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"loss": LOSSES}
 
     def __init__(
         self,
         *,
-        vocab_size: int = 8192,
-        post_length: int = 32,
-        token_dim: int = 64,
-        filters: int = 64,
-        subreddit_dim: int = 32,
-        attention_dim: int = 128,
-        embedding_dim: int = 128,
-        use_subreddit: bool = True,
-        use_hour: bool = True,
-        min_sample_length: int = 1,
-        max_sample_length: int = 16,
-        beta_a: float = 3.0,
-        beta_b: float = 1.0,
-        loss: str = "triplet",
-        margin: float = 0.2,
-        top_k: int = 4,
-        top_k_margin: float = 0.25,
-        authors_per_batch: int = 32,
-        samples_per_author: int = 4,
-        epochs: int = 5,
-        steps_per_epoch: int | None = None,
-        lr: float = 1e-3,
-        grad_clip: float = 1.0,
+        # parts are frozen dataclasses: a shared default cannot change
+        encoder: SampleEncoderConfig = SampleEncoderConfig(),  # noqa: B008
+        sample_sizes: SampleSizes = SampleSizes(),  # noqa: B008
+        loss: TripletLoss | TopKLoss | RankedListLoss = TripletLoss(),  # noqa: B008
+        training: Training = Training(),
         embed_batch_posts: int = 4096,
         device: str = "auto",
         mixed_precision: bool = True,
         cpu_threads: int | None = None,
     ) -> None:
-        if loss not in LOSSES:
-            raise HarnessError(f"{self.name}: loss must be one of {LOSSES}, not {loss!r}")
-        if not 1 <= min_sample_length <= max_sample_length:
-            raise HarnessError(f"{self.name}: need 1 <= min_sample_length <= max_sample_length")
-        if samples_per_author < 2 or authors_per_batch < 2:
-            raise HarnessError(f"{self.name}: metric learning needs >= 2 authors per batch and >= 2 samples each")
-        if min(vocab_size, post_length, token_dim, filters, subreddit_dim, attention_dim, embedding_dim) < 1:
-            raise HarnessError(f"{self.name}: sizes must be positive")
-        if post_length < 4:
-            raise HarnessError(f"{self.name}: post_length must be at least 4 (the widest convolution)")
+        slots = (
+            ("encoder", encoder, (SampleEncoderConfig,)),
+            ("sample_sizes", sample_sizes, (SampleSizes,)),
+            ("loss", loss, LOSSES),
+            ("training", training, (Training,)),
+        )
+        for slot, value, kinds in slots:
+            if not isinstance(value, kinds):
+                names = " or ".join(kind.__name__ for kind in kinds)
+                raise HarnessError(f"{self.name}: {slot} must be a {names}, not {value!r}")
+        if embed_batch_posts < 1:
+            raise HarnessError(f"{self.name}: embed_batch_posts must be positive, got {embed_batch_posts}")
         if cpu_threads is not None and cpu_threads < 1:
             raise HarnessError(f"{self.name}: cpu_threads must be positive or None")
-        if epochs < 0 or (steps_per_epoch is not None and steps_per_epoch < 1):
-            raise HarnessError(f"{self.name}: epochs must be >= 0 and steps_per_epoch positive or None")
-        self.vocab_size = vocab_size
-        self.post_length = post_length
-        self.token_dim = token_dim
-        self.filters = filters
-        self.subreddit_dim = subreddit_dim
-        self.attention_dim = attention_dim
-        self.embedding_dim = embedding_dim
-        self.use_subreddit = use_subreddit
-        self.use_hour = use_hour
-        self.min_sample_length = min_sample_length
-        self.max_sample_length = max_sample_length
-        self.beta_a = beta_a
-        self.beta_b = beta_b
+        self.encoder = encoder
+        self.sample_sizes = sample_sizes
         self.loss = loss
-        self.margin = margin
-        self.top_k = top_k
-        self.top_k_margin = top_k_margin
-        self.authors_per_batch = authors_per_batch
-        self.samples_per_author = samples_per_author
-        self.epochs = epochs
-        self.steps_per_epoch = steps_per_epoch
-        self.lr = lr
-        self.grad_clip = grad_clip
+        self.training = training
         self.embed_batch_posts = embed_batch_posts
         self.device = device
         self.mixed_precision = mixed_precision
@@ -196,27 +188,14 @@ class VarlenLinker:
         self.training_stats: dict[str, Any] = {}
 
     def params(self) -> dict[str, Any]:
-        """The constructor parameters."""
+        """The constructor parameters, parts as nested dicts."""
         return constructor_params(self)
 
     # ------------------------------------------------------------------ training
 
-    def _build_model(self, vocab_size: int, num_subreddits: int) -> SampleEncoder:
-        return SampleEncoder(
-            vocab_size=vocab_size,
-            num_subreddits=num_subreddits,
-            token_dim=self.token_dim,
-            filters=self.filters,
-            subreddit_dim=self.subreddit_dim,
-            attention_dim=self.attention_dim,
-            embedding_dim=self.embedding_dim,
-            use_subreddit=self.use_subreddit,
-            use_hour=self.use_hour,
-        )
-
     def _training_pad(self) -> int | None:
         """Fixed-size models see padded samples in training as at test time; others see real posts only."""
-        return self.max_sample_length if self.embed_mode == "groups" else None
+        return self.sample_sizes.max_length if self.embed_mode == "groups" else None
 
     def fit(self, train: RedditData, *, seed: int) -> None:
         """Train the tokenizer and the encoder on the training streams (every author with at least one post)."""
@@ -234,46 +213,55 @@ class VarlenLinker:
         actions = [a for s in streams for a in s.actions]
         self._num_subreddits = len(train.subreddits) + 1  # the task's N most common plus "other"
         tokenizer = self._train_tokenizer([a.text for a in actions], seed, context, device)
-        table = post_table(actions, tokenizer, post_length=self.post_length, num_subreddits=self._num_subreddits)
+        post_length = self.encoder.post_length
+        table = post_table(actions, tokenizer, post_length=post_length, num_subreddits=self._num_subreddits)
         offsets = np.cumsum([0] + [len(s.actions) for s in streams])
-        model = self._build_model(tokenizer.vocab_size, self._num_subreddits).to(device)
+        model = self.encoder.build(num_tokens=tokenizer.vocab_size, num_subreddits=self._num_subreddits).to(device)
         network = wrap_model(model, context, device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=self.lr)
-        scaler = grad_scaler(device, self.mixed_precision)
-        loss_fn = make_loss(self.loss, margin=self.margin, top_k=self.top_k, top_k_margin=self.top_k_margin)
-        steps = self.steps_per_epoch or max(1, math.ceil(len(streams) / self.authors_per_batch))
+        training = self.training
+        optimizer = torch.optim.Adam(model.parameters(), lr=training.lr)
+        loss_fn = self.loss.build()
+        steps = training.steps_per_epoch or max(1, math.ceil(len(streams) / training.authors_per_batch))
         logger.info(
             "%s: %d authors, %d posts, vocabulary %d, %d epochs x %d steps, %d process(es)",
-            self.name, len(streams), len(actions), tokenizer.vocab_size, self.epochs, steps, context.world_size,
+            self.name, len(streams), len(actions), tokenizer.vocab_size, training.epochs, steps, context.world_size,
         )  # fmt: skip
-        model.train()
-        samples_seen, posts_seen, steps_done, epoch_losses = 0, 0, 0, []
-        train_started = time.perf_counter()
-        for epoch in range(self.epochs):
-            batches = _epoch_batches(len(streams), self.authors_per_batch, seed, epoch, steps)
-            total = 0.0
-            mine = shard(list(range(len(batches))), context)
-            for index in pbar(mine, desc=f"{self.name} epoch {epoch + 1}", unit="batch"):
+        seen = {"samples": 0, "posts": 0}
+
+        def batches_of(epoch: int) -> _LazyBatches:
+            plan = _epoch_batches(len(streams), training.authors_per_batch, seed, epoch, steps)
+
+            def make(index: int) -> Batch:
                 rng = np.random.default_rng([seed, epoch, index])  # the same batch whatever the process count
-                batch = training_batch(
-                    table, offsets, batches[index], rng,
-                    samples_per_author=self.samples_per_author,
-                    min_length=self.min_sample_length, max_length=self.max_sample_length,
-                    alpha=self.beta_a, beta=self.beta_b, pad_to=self._training_pad(),
+                return training_batch(
+                    table, offsets, plan[index], rng, samples_per_author=training.samples_per_author,
+                    sizes=self.sample_sizes, pad_to=self._training_pad(),
                 )  # fmt: skip
-                loss = self._step(network, optimizer, scaler, loss_fn, batch, device)
-                if device == "cpu":
-                    trim_heap()
-                total += loss
-                samples_seen += len(batch.lengths)
-                posts_seen += int((batch.hours >= 0).sum())  # real posts, not padding
-                steps_done += 1
-            mean = all_reduce_mean(total / max(1, len(mine)), context)
-            epoch_losses.append(round(mean, 6))
-            logger.info("%s: epoch %d/%d, mean loss %.4f", self.name, epoch + 1, self.epochs, mean)
+
+            return _LazyBatches(shard(list(range(len(plan))), context), make)
+
+        def batch_loss(batch: Batch) -> torch.Tensor:
+            tokens, hours, subreddits, lengths, labels = (torch.as_tensor(a, device=device) for a in batch)
+            with autocast(device, self.mixed_precision):
+                embeddings = network(tokens, hours, subreddits, lengths)
+            return loss_fn(embeddings.float(), labels)  # the loss in float32, outside autocast
+
+        def after_step(batch: Batch) -> None:
+            if device == "cpu":
+                trim_heap()
+            seen["samples"] += len(batch.lengths)
+            seen["posts"] += int((batch.hours >= 0).sum())  # real posts, not padding
+
+        train_started = time.perf_counter()
+        history = train_epochs(
+            network=network, optimizer=optimizer, epochs=training.epochs, epoch_batches=batches_of,
+            batch_loss=batch_loss, device=device, mixed_precision=self.mixed_precision, label=self.name,
+            context=context, grad_clip=training.grad_clip, after_step=after_step,
+        )  # fmt: skip
         train_seconds = time.perf_counter() - train_started
         model.eval()
         self._tokenizer, self._model = tokenizer, model
+        samples_seen, posts_seen = seen["samples"], seen["posts"]
         self.training_stats = {
             "seed": seed,
             "device": device,
@@ -281,14 +269,15 @@ class VarlenLinker:
             "authors": len(streams),
             "posts": len(actions),
             "vocab_size": tokenizer.vocab_size,
-            "steps_per_process": steps_done,
+            "steps_per_process": sum(int(record["batches"]) for record in history),
             "samples_per_process": samples_seen,
             "train_seconds": round(train_seconds, 3),
             "fit_seconds": round(time.perf_counter() - started, 3),
             "posts_per_process": posts_seen,
             "train_samples_per_s": round(samples_seen * context.world_size / max(train_seconds, 1e-9), 2),
             "train_posts_per_s": round(posts_seen * context.world_size / max(train_seconds, 1e-9), 2),
-            "epoch_losses": epoch_losses,
+            "epoch_losses": [record["loss"] for record in history],
+            "epoch_seconds": [record["seconds"] for record in history],
             "peak_rss_mb_before_fit": round(rss_before, 1),
             "peak_rss_mb_after_fit": round(peak_rss_mb(), 1),
         }
@@ -302,23 +291,10 @@ class VarlenLinker:
         """Train on the main process and share the model bytes, so every process has the same subwords."""
         proto = b""
         if context.is_main:
-            proto = SubwordTokenizer.train(texts, vocab_size=self.vocab_size, seed=seed).model_proto
+            proto = SubwordTokenizer.train(texts, vocab_size=self.encoder.vocab_size, seed=seed).model_proto
         if context.enabled:
             proto = _broadcast_bytes(proto, device)
         return SubwordTokenizer(proto)
-
-    def _step(self, network: Any, optimizer: Any, scaler: Any, loss_fn: Any, batch: Any, device: str) -> float:
-        tokens, hours, subreddits, lengths, labels = (torch.as_tensor(a, device=device) for a in batch)
-        optimizer.zero_grad(set_to_none=True)
-        with autocast(device, self.mixed_precision):
-            embeddings = network(tokens, hours, subreddits, lengths)
-        loss = loss_fn(embeddings.float(), labels)
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(network.parameters(), self.grad_clip)
-        scaler.step(optimizer)
-        scaler.update()
-        return float(loss.detach())
 
     # ------------------------------------------------------------------ embedding
 
@@ -333,7 +309,7 @@ class VarlenLinker:
             return [rows]
         if self.embed_mode == "posts":
             return [rows[i : i + 1] for i in range(len(rows))]
-        size = self.max_sample_length
+        size = self.sample_sizes.max_length
         return [padded(rows[i : i + size], size, blank) for i in range(0, len(rows), size)]
 
     def embed(self, samples: Sequence[Sequence[Action]]) -> np.ndarray:
@@ -347,9 +323,9 @@ class VarlenLinker:
         if empty:
             raise HarnessError(f"{self.name}: {len(empty)} sample(s) have no posts (first: sample {empty[0]})")
         if not samples:
-            return np.zeros((0, self.embedding_dim), dtype=np.float32)
+            return np.zeros((0, self.encoder.embedding_dim), dtype=np.float32)
         actions = [a for sample in samples for a in sample]
-        table = post_table(actions, tokenizer, post_length=self.post_length, num_subreddits=num_subreddits)
+        table = post_table(actions, tokenizer, post_length=self.encoder.post_length, num_subreddits=num_subreddits)
         offsets = np.cumsum([0] + [len(s) for s in samples])
         units, owner = [], []
         for i in range(len(samples)):
@@ -368,7 +344,7 @@ class VarlenLinker:
         device = resolve_device(self.device)
         model.to(device).eval()
         order = sorted(range(len(units)), key=lambda i: -len(units[i]))  # similar sizes together: less padding
-        out = np.zeros((len(units), self.embedding_dim), dtype=np.float32)
+        out = np.zeros((len(units), self.encoder.embedding_dim), dtype=np.float32)
         start = 0
         while start < len(order):
             stop, posts = start, 0
@@ -396,13 +372,13 @@ class VarlenLinker:
 
     @classmethod
     def load(cls: type[_System], directory: Path) -> _System:
-        """Read a checkpoint written by `save` of the same class."""
+        """Read a checkpoint written by `save` of the same class (or by its flat-parameter version)."""
         params, state, arrays = load_checkpoint(directory, system=cls.name)
+        system = build(cls, upgrade_params(params), label=f"{directory}: {cls.name} checkpoint")
         try:
-            system = cls(**params)
             tokenizer = SubwordTokenizer(arrays["tokenizer"].tobytes())
             num_subreddits = int(state["num_subreddits"])
-            model = system._build_model(tokenizer.vocab_size, num_subreddits)
+            model = system.encoder.build(num_tokens=tokenizer.vocab_size, num_subreddits=num_subreddits)
             weights = {k.removeprefix("model."): torch.from_numpy(v) for k, v in arrays.items() if k != "tokenizer"}
             model.load_state_dict(weights)
         except (KeyError, TypeError, ValueError, RuntimeError) as error:
@@ -411,6 +387,21 @@ class VarlenLinker:
         system._tokenizer, system._model, system._num_subreddits = tokenizer, model, num_subreddits
         system.training_stats = dict(state.get("training", {}))
         return system
+
+
+class _LazyBatches:
+    """An epoch's batches (this process's share), each made when the loop reaches it: an epoch of
+    thousands of steps never holds all its batches at once.
+    """
+
+    def __init__(self, indices: list[int], make: Callable[[int], Batch]) -> None:
+        self.indices, self.make = indices, make
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __iter__(self) -> Iterator[Batch]:
+        return (self.make(index) for index in self.indices)
 
 
 def _epoch_batches(n_authors: int, authors_per_batch: int, seed: int, epoch: int, steps: int) -> list[np.ndarray]:
@@ -436,23 +427,23 @@ class IurFixed(VarlenLinker):
 
     Shorter samples are padded with blank posts to S (in training too: authors with fewer posts);
     longer ones are cut into contiguous groups of S (the last padded) whose embeddings are averaged.
-    Parameters as VarlenLinker; min_sample_length and max_sample_length default to 16 (set both
-    to the same S). Andrews & Bishop (EMNLP 2019) use another encoder and loss; what is kept here
+    Parameters as VarlenLinker; sample_sizes defaults to min_length = max_length = 16 (set both to
+    the same S). Andrews & Bishop (EMNLP 2019) use another encoder and loss; what is kept here
     is what the linking comparison is about: a fixed sample size.
     """
 
     name: ClassVar[str] = "iur_fixed"
     embed_mode: ClassVar[str] = "groups"
     # the same constructor with other defaults: `harness run --param` and the result record see them
-    __init__ = functools.partialmethod(VarlenLinker.__init__, min_sample_length=16, max_sample_length=16)
+    __init__ = functools.partialmethod(VarlenLinker.__init__, sample_sizes=SampleSizes(min_length=16, max_length=16))
 
 
 class VarlenAvg(VarlenLinker):
-    """The paper's `Avg` baseline: the encoder trained on single posts (min = max sample length = 1);
+    """The paper's `Avg` baseline: the encoder trained on single posts (sample_sizes min = max length = 1);
     a sample's embedding is the mean of its posts' embeddings. Parameters as VarlenLinker.
     """
 
     name: ClassVar[str] = "varlen_avg"
     embed_mode: ClassVar[str] = "posts"
     # the same constructor with other defaults: `harness run --param` and the result record see them
-    __init__ = functools.partialmethod(VarlenLinker.__init__, min_sample_length=1, max_sample_length=1)
+    __init__ = functools.partialmethod(VarlenLinker.__init__, sample_sizes=SampleSizes(min_length=1, max_length=1))
