@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import inspect
 import json
 import re
@@ -12,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.forum_slice import write_author_slice
 
 from harness import registry
 from harness.errors import HarnessError
@@ -35,18 +34,7 @@ REDDIT_PARAMS = {  # small ranking and linking sets, as in test_reddit_cli
 @pytest.fixture(scope="module")
 def real_slice(forum_posts_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """All posts of 80 real authors with 40-300 posts each (chosen by a hash of the name): data for both tasks."""
-    with gzip.open(forum_posts_file, "rt", encoding="utf-8") as handle:
-        lines = handle.readlines()
-    authors = [json.loads(line)["author"] for line in lines]
-    counts = Counter(authors)
-    eligible = sorted(
-        (a for a, n in counts.items() if 40 <= n <= 300), key=lambda a: hashlib.sha256(a.encode()).digest()
-    )
-    chosen = set(eligible[:80])
-    folder = tmp_path_factory.mktemp("forum-slice")
-    kept = "".join(line for line, author in zip(lines, authors, strict=True) if author in chosen)
-    (folder / "posts.jsonl").write_text(kept, encoding="utf-8")
-    return folder
+    return write_author_slice(forum_posts_file, tmp_path_factory.mktemp("forum-slice"), authors=80)
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.forum_slice import write_author_slice
 
 from harness.cli import main
 from harness.leaderboard import find_runs
@@ -44,18 +42,7 @@ SYSTEM_PARAMS = {  # a part's field by its dotted name
 @pytest.fixture(scope="module")
 def real_slice(forum_posts_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """All posts of 120 real authors with 40-300 posts each (chosen by a hash of the name)."""
-    with gzip.open(forum_posts_file, "rt", encoding="utf-8") as handle:
-        lines = handle.readlines()
-    authors = [json.loads(line)["author"] for line in lines]
-    counts = Counter(authors)
-    eligible = sorted(
-        (a for a, n in counts.items() if 40 <= n <= 300), key=lambda a: hashlib.sha256(a.encode()).digest()
-    )
-    chosen = set(eligible[:120])
-    folder = tmp_path_factory.mktemp("reddit-slice")
-    kept = "".join(line for line, author in zip(lines, authors, strict=True) if author in chosen)
-    (folder / "posts.jsonl").write_text(kept, encoding="utf-8")
-    return folder
+    return write_author_slice(forum_posts_file, tmp_path_factory.mktemp("reddit-slice"), authors=120)
 
 
 def options(flag: str, params: dict) -> list[str]:
