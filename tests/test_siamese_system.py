@@ -1,12 +1,15 @@
-"""siamese_bilstm as a system: fit, routing with abstain bands, checkpoints, the feature cache.
+"""siamese_bilstm as a system: fit, routing with abstain bands, checkpoints (today's and the flat format),
+parameters as parts, the feature cache.
 
-Everything runs on a tiny randomly initialised BERT written to a temporary folder: nothing is downloaded.
+Everything runs on a tiny randomly initialised BERT written to a temporary folder (or committed with the
+legacy checkpoint fixture): nothing is downloaded.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +23,29 @@ pytest.importorskip("transformers")
 from helpers.tiny_encoder import make_tiny_encoder  # noqa: E402
 
 from harness.errors import HarnessError  # noqa: E402
+from harness.params import build  # noqa: E402
 from harness.records import NO_ANSWER, VerificationData, VerificationProblem, VerificationTruth  # noqa: E402
+from systems.siamese_bilstm.features import LayerFeaturesConfig  # noqa: E402
+from systems.siamese_bilstm.loss import ModifiedContrastive  # noqa: E402
+from systems.siamese_bilstm.model import BiLSTMHeadConfig  # noqa: E402
 from systems.siamese_bilstm.routing import ENSEMBLE  # noqa: E402
+from systems.siamese_bilstm.settings import Calibration, Training  # noqa: E402
 from systems.siamese_bilstm.system import SiameseBiLSTM  # noqa: E402
 from toolkit.calibration import AbstainBand  # noqa: E402
 
 TYPES = ("email", "essay", "interview", "speech_transcription")
+LEGACY = Path(__file__).resolve().parent / "fixtures" / "siamese-legacy-checkpoint"
+# a small system, in the CLI's dotted parameter names
+SMALL = {
+    "encoder.max_tokens": 24,
+    "head.hidden_size": 8,
+    "training.epochs": 2,
+    "training.batch_size": 4,
+    "training.steps_per_epoch": 3,
+    "calibration.validation_share": 0.4,
+    "calibration.grid_step": 0.05,
+    "device": "cpu",
+}
 
 
 def _text(rng: random.Random, author: int, words: int = 40) -> str:
@@ -53,21 +73,9 @@ def encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_encoder(tmp_path_factory.mktemp("encoder"))
 
 
-def small(encoder: Path, cache: Path, **overrides) -> SiameseBiLSTM:
-    params = dict(
-        encoder=str(encoder),
-        max_tokens=24,
-        hidden_size=8,
-        epochs=2,
-        batch_size=4,
-        steps_per_epoch=3,
-        validation_share=0.4,
-        grid_step=0.05,
-        device="cpu",
-        cache_dir=str(cache),
-    )
-    params.update(overrides)
-    return SiameseBiLSTM(**params)
+def small(encoder: Path, cache: Path, overrides: dict | None = None) -> SiameseBiLSTM:
+    """A small system on `encoder`; `overrides` in dotted names ({"training.epochs": 1})."""
+    return build(SiameseBiLSTM, {**SMALL, "encoder.model": str(encoder), "cache_dir": str(cache), **(overrides or {})})
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +90,7 @@ def test_fit_trains_one_head_per_group_and_calibrates_on_validation(fitted):
     system, _ = fitted
     info = system.info
     assert set(info["history"]) == {"general", "written", "oral"}
-    assert all(len(h["epoch_loss"]) == 2 for h in info["history"].values())
+    assert all(len(h["epoch_loss"]) == len(h["epoch_seconds"]) == 2 for h in info["history"].values())
     assert info["calibration"]["on"] == "validation"
     assert set(info["calibration"]["bands"]) == {"general", "written", "oral", ENSEMBLE}
     assert info["named_authors"] is True
@@ -127,7 +135,15 @@ def test_checkpoint_round_trip_gives_the_same_answers(fitted, tmp_path: Path):
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["config.json", "weights.safetensors"]
     config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
     assert config["system"] == "siamese_bilstm"
-    assert config["params"]["encoder"] == system.encoder
+    assert config["params"]["encoder"] == {
+        "name": "layer_cls",
+        "model": system.encoder.model,
+        "layers": None,
+        "max_tokens": 24,
+        "stride": None,
+        "max_chunks_per_text": None,
+    }
+    assert config["params"]["training"]["epochs"] == 2 and config["params"]["loss"]["name"] == "modified_contrastive"
     assert config["state"]["layers"] == [2, 3]
     assert set(config["state"]["bands"]) == {"general", "written", "oral", ENSEMBLE}
     assert config["state"]["groups"] == {"written": ["email", "essay"], "oral": ["interview", "speech_transcription"]}
@@ -145,14 +161,14 @@ def test_feature_cache_hit_computes_nothing_and_changes_nothing(fitted, encoder:
     assert stats["cached_texts"] == system.info["feature_stats"]["computed_texts"] > 0
     test = make_split(3)
     assert again.predict(test.problems) == system.predict(test.problems)  # same seed, same cache: same answers
-    other_chunking = small(encoder, cache, max_tokens=16)
+    other_chunking = small(encoder, cache, {"encoder.max_tokens": 16})
     other_chunking.extractor().features([test.problems[0].texts[0]])
     assert other_chunking.extractor().stats["computed_texts"] == 1
 
 
 def test_load_refuses_heads_trained_on_another_encoder(encoder: Path, tmp_path: Path):
     folder = make_tiny_encoder(tmp_path / "enc", seed=1)
-    system = small(folder, tmp_path / "cache", epochs=1)
+    system = small(folder, tmp_path / "cache", {"training.epochs": 1})
     system.fit(make_split(0), seed=0)
     system.save(tmp_path / "ckpt")
     make_tiny_encoder(folder, seed=2)  # other weights under the same name
@@ -161,7 +177,7 @@ def test_load_refuses_heads_trained_on_another_encoder(encoder: Path, tmp_path: 
 
 
 def test_general_model_only_and_chunk_pair_scoring(encoder: Path, tmp_path: Path):
-    system = small(encoder, tmp_path / "cache", groups={}, scoring="chunk_pairs", epochs=1)
+    system = small(encoder, tmp_path / "cache", {"groups": {}, "scoring": "chunk_pairs", "training.epochs": 1})
     system.fit(make_split(0), seed=0)
     assert set(system.info["history"]) == {"general"}
     answers = system.predict(make_split(4).problems)
@@ -179,27 +195,108 @@ def test_pan_classic_problems_without_author_names(encoder: Path, tmp_path: Path
         problems.append(VerificationProblem(f"EE{i:03d}", (*known, unknown), ("essay",) * (len(known) + 1)))
         truth[f"EE{i:03d}"] = VerificationTruth(f"EE{i:03d}", same, None)
     data = VerificationData(tuple(problems), truth, Path("classic"), "c")
-    system = small(encoder, tmp_path / "cache", groups={"essay": ["essay"]}, validation_share=0.3, epochs=1)
+    system = small(
+        encoder,
+        tmp_path / "cache",
+        {"groups": {"essay": ["essay"]}, "calibration.validation_share": 0.3, "training.epochs": 1},
+    )
     system.fit(data, seed=0)
     assert system.info["named_authors"] is False
     assert {system._route(p.discourse_types) for p in problems} == {"essay"}
     assert len(system.predict(problems)) == 30
 
 
-def test_bad_parameters_and_misuse_are_harness_errors(encoder: Path, tmp_path: Path):
-    with pytest.raises(HarnessError):
-        SiameseBiLSTM(scoring="max")
-    with pytest.raises(HarnessError):
-        SiameseBiLSTM(groups={"general": ["essay"]})
-    with pytest.raises(HarnessError):
-        SiameseBiLSTM(batch_size=1)
+def test_parts_are_objects_with_defaults_and_dotted_parameters_set_their_fields():
+    system = SiameseBiLSTM(head=BiLSTMHeadConfig(hidden_size=8), loss=ModifiedContrastive(positive_margin=0.9))
+    assert system.encoder == LayerFeaturesConfig() and system.training == Training()
+    assert system.calibration == Calibration() and system.head.hidden_size == 8
+    params = system.params()
+    assert params["loss"] == {"name": "modified_contrastive", "positive_margin": 0.9, "negative_margin": 0.0}
+    assert params["training"] == {"name": "adam", "epochs": 5, "batch_size": 32, "lr": 0.002, "steps_per_epoch": None}
+    assert json.loads(json.dumps(params)) == json.loads(json.dumps(build(SiameseBiLSTM, params).params()))
+    built = build(
+        SiameseBiLSTM,
+        {"encoder.layers": [1, 2], "encoder.model": "x", "loss": "modified_contrastive", "loss.negative_margin": 0.2},
+    )
+    assert built.encoder == LayerFeaturesConfig(model="x", layers=(1, 2))
+    assert built.loss == ModifiedContrastive(negative_margin=0.2)
+    assert build(SiameseBiLSTM, {"training": Training(epochs=1)}).training.epochs == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"scoring": "max"}, "scoring must be one of"),
+        ({"groups": {"general": ["essay"]}}, "groups: group name 'general'"),
+        ({"training.batch_size": 1}, "siamese_bilstm: training: batch_size must be at least 2, got 1"),
+        ({"training.epochs": 0}, "siamese_bilstm: training: epochs must be at least 1, got 0"),
+        ({"head.hidden_size": 0}, "siamese_bilstm: head: hidden_size must be at least 1, got 0"),
+        ({"loss.positive_margin": "abc"}, "siamese_bilstm: loss: positive_margin must be a number, got 'abc'"),
+        ({"encoder.layers": 3}, "encoder: layers must be a list of hidden-state indices or None, got 3"),
+        ({"calibration.validation_share": 1.0}, "calibration: validation_share must be in [0, 1)"),
+        ({"calibration.grid_step": 0.7}, "calibration: grid_step: grid step must be in (0, 0.5]"),
+        ({"calibration.objective": "accuracy"}, "unknown objective 'accuracy'"),
+        ({"loss": "triplet"}, "loss must be one of modified_contrastive, not 'triplet'"),
+        ({"encoder.width": 3}, "encoder (layer_cls) has no field 'width'"),
+        ({"hidden_size": 8}, "siamese_bilstm has no parameter(s) hidden_size"),
+    ],
+)
+def test_bad_parameters_are_one_line_harness_errors_naming_them(params, message):
+    with pytest.raises(HarnessError) as error:
+        build(SiameseBiLSTM, params)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_parts_refuse_bad_values_themselves_and_the_constructor_refuses_a_dict_for_a_part():
+    with pytest.raises(ValueError, match="batch_size must be at least 2"):
+        Training(batch_size=1)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        Training(steps_per_epoch=0)
+    with pytest.raises(HarnessError, match="training must be a Training part"):
+        SiameseBiLSTM(training={"epochs": 1})
+
+
+def test_misuse_is_a_harness_error(encoder: Path, tmp_path: Path):
     system = small(encoder, tmp_path / "cache")
     with pytest.raises(HarnessError):
         system.predict(make_split(0).problems)
     with pytest.raises(HarnessError):
         system.fit(make_split(0)._replace(truth=None), seed=0)
     with pytest.raises(HarnessError, match="layers"):
-        small(encoder, tmp_path / "cache", layers=[2, 9]).fit(make_split(0), seed=0)
+        small(encoder, tmp_path / "cache", {"encoder.layers": [2, 9]}).fit(make_split(0), seed=0)
+
+
+def test_a_checkpoint_of_the_flat_format_loads_and_gives_the_same_answers(tmp_path: Path):
+    """A checkpoint written before the parameters were parts (see the fixture's README)."""
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(LEGACY / "checkpoint", checkpoint)
+    config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    assert config["params"]["hidden_size"] == 4 and isinstance(config["params"]["encoder"], str)  # the flat format
+    # paths of the machine that wrote it: the committed encoder and a fresh cache here
+    config["params"].update(encoder=str(LEGACY / "encoder"), cache_dir=str(tmp_path / "cache"))
+    (checkpoint / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+    system = SiameseBiLSTM.load(checkpoint)
+    assert system.encoder == LayerFeaturesConfig(
+        model=str(LEGACY / "encoder"), layers=(1, 3), max_tokens=24, stride=16, max_chunks_per_text=3
+    )
+    assert system.head == BiLSTMHeadConfig(hidden_size=4)
+    assert system.loss == ModifiedContrastive(positive_margin=0.9, negative_margin=0.1)
+    assert system.training == Training(epochs=2, batch_size=4, lr=0.01, steps_per_epoch=3)
+    assert system.calibration == Calibration(validation_share=0.4, objective="auc_x_c_at_1", grid_step=0.05)
+    assert (system.groups, system.scoring, system.device, system.cache_dir) == (
+        None,
+        "mean_embedding",
+        "cpu",
+        str(tmp_path / "cache"),
+    )
+    rows = json.loads((LEGACY / "problems.json").read_text(encoding="utf-8"))
+    problems = [VerificationProblem(r["id"], tuple(r["texts"]), tuple(r["discourse_types"])) for r in rows]
+    assert {system._route(p.discourse_types) for p in problems} == {"written", "oral", ENSEMBLE}
+    assert [a.value for a in system.predict(problems)] == [r["answer"] for r in rows]  # exactly, as before
+
+    system.save(tmp_path / "again")  # saved again, in today's nested format, and read back
+    assert SiameseBiLSTM.load(tmp_path / "again").predict(problems) == system.predict(problems)
 
 
 def test_importing_the_package_does_not_import_torch():
@@ -218,12 +315,12 @@ def test_harness_run_and_predict_through_the_cli(encoder: Path, tmp_path: Path, 
     entry = registry.Entry("systems.siamese_bilstm.system:SiameseBiLSTM", "BERT-BiLSTM Siamese ensemble")
     monkeypatch.setitem(registry.SYSTEMS, "siamese_bilstm", entry)  # the lead adds the real registry line
     settings = {
-        "encoder": str(encoder),
-        "max_tokens": 24,
-        "hidden_size": 8,
-        "epochs": 1,
-        "batch_size": 4,
-        "grid_step": 0.05,
+        "encoder.model": str(encoder),
+        "encoder.max_tokens": 24,
+        "head.hidden_size": 8,
+        "training.epochs": 1,
+        "training.batch_size": 4,
+        "calibration.grid_step": 0.05,
         "device": "cpu",
         "cache_dir": str(tmp_path / "cache"),
     }
@@ -238,7 +335,14 @@ def test_harness_run_and_predict_through_the_cli(encoder: Path, tmp_path: Path, 
     assert result.exit_code == 0, result.output
     (run_dir,) = (out / "pan23").glob("siamese_bilstm@*/seed-0")
     recorded = json.loads((run_dir / "result.json").read_text())
-    assert recorded["system"]["params"]["max_tokens"] == 24
+    assert recorded["system"]["params"]["encoder"]["max_tokens"] == 24
+    assert recorded["system"]["params"]["training"] == {
+        "name": "adam",
+        "epochs": 1,
+        "batch_size": 4,
+        "lr": 0.002,
+        "steps_per_epoch": None,
+    }
     result = runner.invoke(
         main,
         [

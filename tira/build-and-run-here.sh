@@ -23,7 +23,7 @@
 #   HARNESS_TIRA_WORK        work folder, outside the repository (default /tmp/harness-tira)
 #   HARNESS_TIRA_SYSTEM      system to bake in (default cngdist; siamese_bilstm once it exists)
 #   HARNESS_TIRA_CHECKPOINT  an existing checkpoint folder to bake in instead of training one
-#   HARNESS_TIRA_PARAMS      extra `harness run` arguments for training (e.g. "--param epochs=1")
+#   HARNESS_TIRA_PARAMS      extra `harness run` arguments for training (e.g. "--param training.epochs=1")
 #   HARNESS_TORCH_WHEEL      the CPU torch wheel (default: found in pip's find-links, /opt/wheels)
 #   HARNESS_SHARED_DATA      the real data folder (default ../shared/data)
 set -euo pipefail

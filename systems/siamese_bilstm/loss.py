@@ -16,9 +16,32 @@ positive margin and under the negative margin do not contribute", which is the f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
 
 from systems.siamese_bilstm.model import cosine_matrix
+from systems.siamese_bilstm.settings import coerce
+
+
+@dataclass(frozen=True)
+class ModifiedContrastive:
+    """The modified contrastive loss as a part of `SiameseBiLSTM`: its margins m_p and m_n (paper: 1 and 0)."""
+
+    name: ClassVar[str] = "modified_contrastive"
+    positive_margin: float = 1.0
+    negative_margin: float = 0.0
+
+    def __post_init__(self) -> None:
+        coerce(self, "positive_margin", float)
+        coerce(self, "negative_margin", float)
+
+    def __call__(self, anchors: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+        """The loss of one batch (see `modified_contrastive_loss`)."""
+        return modified_contrastive_loss(
+            anchors, positives, positive_margin=self.positive_margin, negative_margin=self.negative_margin
+        )
 
 
 def modified_contrastive_loss(

