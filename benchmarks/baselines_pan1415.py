@@ -1,13 +1,14 @@
-"""Score the three baselines (cngdist, tfidf, compressor) on the real PAN 2014-2015 English corpora.
+"""Score the baselines (default: cngdist, tfidf, compressor) on the real PAN 2014 English test corpora.
 
 Extracts `pan13-15-av-en.tar.gz` to a temporary folder, trains each system on a corpus's train split
 and scores it on that corpus's test split with `PanClassicTask`, and prints a Markdown table.
 
 - PAN14 essays and PAN14 novels: train = the training corpus; test = test corpus 2 (corpus 1 is a
   subset of it).
-- PAN15 English: the tarball holds only its training corpus (no test corpus), so it is split 50/50 by
-  problem with a seeded shuffle (`--seed`); train and test then come from the same corpus release.
-- PAN13: not in the tarball, despite the data README; the script says so if it finds none.
+- PAN15 English: not scored here. The tarball holds only its training corpus; the 50/50 split of it
+  that this script made shared a text between train and test in 37 of the 50 test problems, so its
+  figures are withdrawn. `benchmarks/verification_pan.py` scores PAN15 by a text-disjoint 5-fold
+  cross-validation (`toolkit.splits`), and PAN13 as well.
 
     python benchmarks/baselines_pan1415.py [--data PATH/pan13-15-av-en.tar.gz] [--seed 0] [--systems NAME,...]
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import tarfile
 import tempfile
@@ -31,9 +31,9 @@ from toolkit.seeding import seed_everything
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARBALL = "pan13-15-av-en.tar.gz"
 
-# corpus label -> (folder name, train folder pattern, test folder pattern or None for a split of train);
-# patterns are relative to the tarball root
-CORPORA: dict[str, tuple[str, str, str | None]] = {
+# corpus label -> (folder name, train folder pattern, test folder pattern); patterns are relative to the
+# tarball root. PAN15 (no test corpus in the tarball) is scored by benchmarks/verification_pan.py.
+CORPORA: dict[str, tuple[str, str, str]] = {
     "PAN14 essays": (
         "pan14-essays",
         "train/pan14-*/pan14-*-training-corpus-english-essays-*",
@@ -44,7 +44,6 @@ CORPORA: dict[str, tuple[str, str, str | None]] = {
         "train/pan14-*/pan14-*-training-corpus-english-novels-*",
         "test/pan14-*/pan14-*-test-corpus2-english-novels-*",
     ),
-    "PAN15 English (50/50 split of train)": ("pan15-english", "train/pan15-*/pan15-*-training-dataset-english-*", None),
 }
 
 COLUMNS = ("auc", "c_at_1", "auc_x_c_at_1", "f_05_u", "f1", "brier", "overall")
@@ -66,37 +65,17 @@ def only_match(root: Path, pattern: str) -> Path:
     return matches[0]
 
 
-def split_corpus(corpus: Path, target: Path, seed: int) -> None:
-    """Write target/{train,test}/: links to a seeded half of the problem folders each, with their truth.txt lines."""
-    lines = [line for line in (corpus / "truth.txt").read_text(encoding="utf-8-sig").splitlines() if line.split()]
-    ids = sorted(line.split()[0] for line in lines)
-    random.Random(seed).shuffle(ids)
-    half = len(ids) // 2
-    by_id = {line.split()[0]: line.strip() for line in lines}
-    for split, chosen in (("train", sorted(ids[:half])), ("test", sorted(ids[half:]))):
-        folder = target / split
-        folder.mkdir(parents=True)
-        for problem_id in chosen:
-            (folder / problem_id).symlink_to(corpus / problem_id, target_is_directory=True)
-        (folder / "truth.txt").write_text("".join(by_id[i] + "\n" for i in chosen), encoding="utf-8")
-
-
-def prepare(root: Path, work: Path, seed: int) -> dict[str, tuple[Path, str]]:
-    """One data folder (with train/ and test/) per corpus, and a note on how its test split was made."""
+def prepare(root: Path, work: Path) -> dict[str, tuple[Path, str]]:
+    """One data folder (with train/ and test/) per corpus, and a note on its splits."""
     prepared: dict[str, tuple[Path, str]] = {}
     for label, (slug, train_pattern, test_pattern) in CORPORA.items():
         target = work / slug
         train_dir = only_match(root, train_pattern)
-        if test_pattern is None:
-            split_corpus(train_dir, target, seed)
-            note = f"no test corpus in the tarball: seeded 50/50 split (seed {seed}) of {train_dir.name}"
-        else:
-            test_dir = only_match(root, test_pattern)
-            target.mkdir(parents=True)
-            (target / "train").symlink_to(train_dir, target_is_directory=True)
-            (target / "test").symlink_to(test_dir, target_is_directory=True)
-            note = f"train {train_dir.name}, test {test_dir.name}"
-        prepared[label] = (target, note)
+        test_dir = only_match(root, test_pattern)
+        target.mkdir(parents=True)
+        (target / "train").symlink_to(train_dir, target_is_directory=True)
+        (target / "test").symlink_to(test_dir, target_is_directory=True)
+        prepared[label] = (target, f"train {train_dir.name}, test {test_dir.name}")
     return prepared
 
 
@@ -117,7 +96,7 @@ def run_one(name: str, train: VerificationData, test: VerificationData, task: Pa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=default_tarball(), help=f"path to {TARBALL}")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the systems and of the PAN15 split")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the systems")
     parser.add_argument("--systems", default="cngdist,tfidf,compressor", help="comma-separated registry names")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -128,10 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp) / "extracted"
         with tarfile.open(args.data) as archive:
             archive.extractall(root, filter="data")
-        if not any(root.glob("*/pan13*")):
-            print(f"note: {TARBALL} holds no PAN13 corpus (the data README lists one); PAN13 is not scored\n")
         rows, notes = [], []
-        for label, (folder, note) in prepare(root, Path(tmp) / "corpora", args.seed).items():
+        for label, (folder, note) in prepare(root, Path(tmp) / "corpora").items():
             train, test = task.load(folder, "train"), task.load(folder, "test")
             notes.append(f"- {label}: {len(train.problems)} train / {len(test.problems)} test problems; {note}")
             for name in names:

@@ -4,12 +4,17 @@ Runs of one system with several seeds are one row (mean, standard deviation, num
 Optional: a bootstrap confidence interval of the main score and a paired approximate
 randomization test of each system against the best. Runs of different task versions or data
 are never put in one table.
+
+Published results (a task's `TaskMetadata.published` table) whose task and corpus match a table's
+runs follow its rows as reference rows, marked "published": never ranked, bolded, resampled or tested.
 """
 
 from __future__ import annotations
 
 import csv
+import fnmatch
 import hashlib
+import importlib.resources
 import io
 import json
 from collections import defaultdict
@@ -52,6 +57,7 @@ class Row:
     std: dict[str, float] = field(default_factory=dict)
     ci: tuple[float, float] | None = None
     p_value: float | None = None  # against the best row, on the main score
+    source: str | None = None  # a published result's citation; None for our runs
 
     @property
     def first_run(self) -> Run:
@@ -68,6 +74,7 @@ class Table:
     lower_is_better: set[str]
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
+    published: list[Row] = field(default_factory=list)  # reference rows from the literature, never ranked
 
     def best(self, measure: str) -> float | None:
         values = [row.mean[measure] for row in self.rows if measure in row.mean]
@@ -112,6 +119,9 @@ def build_tables(
         table_name = name + _setting_label(json.loads(params_json), siblings)
         _refuse_mixed(table_name, task_runs)
         table = _table(table_name, task_runs)
+        table.published = published_rows(name, _corpus(task_runs[0]), table.measures)
+        if table.published:
+            table.notes.append("published: results reported in the literature on this corpus, for reference only.")
         # a task whose per-item details cannot give its main score (e.g. EER from per-query rows)
         # still gets its table, with a note instead of intervals or tests
         for wanted, add in ((ci, _add_intervals), (significance, _add_significance)):
@@ -123,6 +133,62 @@ def build_tables(
                 table.notes.append(f"{add.__name__.removeprefix('_add_')} not available: {exc}")
         tables.append(table)
     return tables
+
+
+def _corpus(run: Run) -> str | None:
+    """The test corpus folder name a run recorded (`task.data.test.corpus`), if it did."""
+    corpus = run.result["task"].get("data", {}).get("test", {}).get("corpus")
+    return corpus if isinstance(corpus, str) else None
+
+
+def published_rows(task_name: str, corpus: str | None, measures: Sequence[str]) -> list[Row]:
+    """Reference rows for a table: the task's published results whose corpus glob matches `corpus`.
+
+    The task's metadata names its table (`TaskMetadata.published`, "package:file.csv"); a task not in
+    the registry, a task without a table, or a run that recorded no corpus gets none.
+    """
+    if corpus is None:
+        return []
+    from harness import registry
+
+    try:
+        metadata = registry.task_class(task_name).metadata
+    except HarnessError:  # a result of a task this harness does not know: no anchors, the table still renders
+        return []
+    rows = []
+    for entry in read_published(metadata.published):
+        if entry["task"] != task_name or not fnmatch.fnmatchcase(corpus, entry["corpus"]):
+            continue
+        mean = {m: float(entry[m]) for m in measures if entry.get(m, "").strip()}
+        rows.append(Row(label=entry["system"], runs=[], mean=mean, source=entry["source"]))
+    return rows
+
+
+def read_published(reference: str) -> list[dict[str, str]]:
+    """The rows of a published-results table ("package:file.csv"); [] for ""; a HarnessError naming a bad one."""
+    if not reference:
+        return []
+    package, _, name = reference.partition(":")
+    try:
+        text = importlib.resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError) as error:
+        raise HarnessError(f"published results {reference!r}: cannot be read ({error})") from error
+    rows = list(csv.DictReader(io.StringIO(text)))
+    required = {"task", "corpus", "system", "source"}
+    for line, row in enumerate(rows, start=2):
+        missing = sorted(key for key in required if not (row.get(key) or "").strip())
+        if missing:
+            raise HarnessError(f"published results {reference}: line {line} has no {', '.join(missing)}")
+        for key, value in row.items():
+            if key in required or not (value or "").strip():
+                continue
+            try:
+                float(value)
+            except ValueError:
+                raise HarnessError(
+                    f"published results {reference}: line {line}, {key}: not a number: {value!r}"
+                ) from None
+    return rows
 
 
 def _setting_label(params: dict[str, Any], all_params: list[dict[str, Any]]) -> str:
@@ -247,8 +313,13 @@ def _header(table: Table) -> list[str]:
     return header
 
 
-def _row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str) -> list[str]:
-    """One table row as text cells; `bold` is a format string such as "**{}**"."""
+def _row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str, italic: str = "{}") -> list[str]:
+    """One table row as text cells; `bold` is a format string such as "**{}**", `italic` marks published rows."""
+    if row.source is not None:  # a published result: marked, never bolded as best, no interval or test
+        cells = [italic.format(row.label), "published"]
+        cells += [f"{row.mean[m]:.{digits}f}" if m in row.mean else dash for m in table.measures]
+        cells += [dash] * (any(r.ci for r in table.rows) + any(r.p_value is not None for r in table.rows))
+        return cells
     cells = [row.label, str(len(row.runs))]
     for measure in table.measures:
         if measure not in row.mean:
@@ -275,9 +346,10 @@ def _markdown(tables: Sequence[Table], digits: int) -> str:
         header = _header(table)
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
-        for row in table.rows:
-            out.append("| " + " | ".join(_row_cells(table, row, digits, pm="±", bold="**{}**", dash="-")) + " |")
-        out.extend(["", *table.notes, ""])
+        for row in [*table.rows, *table.published]:
+            cells = _row_cells(table, row, digits, pm="±", bold="**{}**", dash="-", italic="_{}_")
+            out.append("| " + " | ".join(cells) + " |")
+        out.extend(["", *table.notes, *_sources(table), ""])
     return "\n".join(out)
 
 
@@ -302,9 +374,16 @@ def _latex(tables: Sequence[Table], digits: int) -> str:
             cells = _row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
             cells[0] = latex_escape(cells[0])
             out.append(" & ".join(cell.replace("*", "$^{*}$") for cell in cells) + " \\\\")
+        if table.published:
+            out.append("\\midrule")
+            for row in table.published:
+                cells = _row_cells(table, row, digits, pm="$\\pm$", bold="{}", dash="--")
+                cells[0] = "\\textit{" + latex_escape(cells[0]) + "}"
+                out.append(" & ".join(cells) + " \\\\")
         out.append("\\bottomrule\n\\end{tabular}")
         if table.notes:
-            out.append("\\\\[2pt]{\\footnotesize " + latex_escape(" ".join(table.notes)) + "}")
+            notes = " ".join([*table.notes, *_sources(table)])
+            out.append("\\\\[2pt]{\\footnotesize " + latex_escape(notes) + "}")
         out.append("\\end{table}\n")
     return "\n".join(out)
 
@@ -312,7 +391,9 @@ def _latex(tables: Sequence[Table], digits: int) -> str:
 def _csv(tables: Sequence[Table], digits: int) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["task", "version", "system", "runs", "measure", "mean", "std", "ci_low", "ci_high", "p_vs_best"])
+    writer.writerow(
+        ["task", "version", "system", "runs", "measure", "mean", "std", "ci_low", "ci_high", "p_vs_best", "published"]
+    )
     for table in tables:
         for row in table.rows:
             for measure in table.measures:
@@ -322,7 +403,12 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                 ci = row.ci if (is_main and row.ci) else (None, None)
                 p = row.p_value if is_main else None
                 writer.writerow([table.task, table.version, row.label, len(row.runs), measure,
-                                 repr(row.mean[measure]), repr(row.std[measure]), ci[0], ci[1], p])  # fmt: skip
+                                 repr(row.mean[measure]), repr(row.std[measure]), ci[0], ci[1], p, None])  # fmt: skip
+        for row in table.published:
+            for measure in table.measures:
+                if measure in row.mean:
+                    writer.writerow([table.task, table.version, row.label, 0, measure, repr(row.mean[measure]),
+                                     None, None, None, None, row.source])  # fmt: skip
     return buffer.getvalue()
 
 
@@ -346,7 +432,13 @@ def _json(tables: Sequence[Table], digits: int) -> str:
                 }
                 for row in table.rows
             ],
+            "published": [{"system": row.label, "mean": row.mean, "source": row.source} for row in table.published],
         }
         for table in tables
     ]
     return json.dumps(data, indent=2) + "\n"
+
+
+def _sources(table: Table) -> list[str]:
+    """Notes naming where each published row comes from."""
+    return [f"published: {row.label}: {row.source}" for row in table.published]

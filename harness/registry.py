@@ -66,6 +66,18 @@ SYSTEMS: dict[str, Entry] = {
         "systems.baselines.length_ratio:LengthRatio",
         "sanity floor: ratio of the texts' lengths (shorter / longer), abstain band tuned on train",
     ),
+    "unmasking": Entry(
+        "systems.unmasking:Unmasking",
+        "Koppel & Schler 2004: degradation curves of known-vs-unknown chunk SVMs, logistic regression over curves",
+    ),
+    "pair_features": Entry(
+        "systems.pair_features:PairFeatures",
+        "after Frery et al. 2014 (PAN14 essays winner): pair similarity features, CART tree (--param trees=N: forest)",
+    ),
+    "impostors": Entry(
+        "systems.impostors:GeneralImpostors",
+        "General Impostors (Koppel & Winter 2014; Seidman 2013): random feature subsets, training texts as impostors",
+    ),
     "siamese_bilstm": Entry(
         "systems.siamese_bilstm.system:SiameseBiLSTM",
         "BERT-BiLSTM Siamese ensemble (PAN 2023): frozen encoder layer-CLS -> Bi-LSTM, contrastive loss, routing",
@@ -101,6 +113,10 @@ SYSTEMS: dict[str, Entry] = {
     "reddit_tfidf": Entry(
         "systems.baselines.forum_tfidf:RedditTfidf",
         "reddit baseline: word TF-IDF of a sample's concatenated text, cosine",
+    ),
+    "char_lm": Entry(
+        "systems.char_lm.system:CharLM",
+        "Bagnall 2015: shared character GRU, one softmax head per author, relative cross-entropy (preset=paper)",
     ),
 }
 

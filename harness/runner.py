@@ -97,6 +97,7 @@ def run(
     with duration("load", timings):
         train = task.load(Path(data_dir), "train")
         test = task.load(Path(data_dir), "test")
+    overlap = split_overlap(task, train, test)
 
     fit_key = {
         "task": [meta.name, meta.version, task_params],
@@ -155,7 +156,8 @@ def run(
         {
             "dir": str(Path(data_dir).resolve()),
             "train": {"checksum": train.checksum, "size": _size(train)},
-            "test": {"checksum": test.checksum, "size": _size(test)},
+            "test": {"checksum": test.checksum, "size": _size(test), **_corpus(test)},
+            **overlap,
         },
     )
     system_section = {
@@ -177,9 +179,33 @@ def run(
     return RunOutcome(run_dir, result, reused=False)
 
 
+def split_overlap(task: Any, train: Any, test: Any) -> dict[str, int]:
+    """The task's counts of what train and test share (`harness.task.SplitOverlap`), with a warning if any is not 0.
+
+    Tasks without the optional `overlap` method give {}: nothing is claimed either way.
+    """
+    count = getattr(task, "overlap", None)
+    if count is None:
+        return {}
+    counts = {name: int(value) for name, value in count(train, test).items()}
+    shared = {name: value for name, value in counts.items() if value}
+    if shared:
+        logger.warning(
+            "train and test share data (%s): scores on the shared part measure memory, not the task",
+            ", ".join(f"{name} = {value}" for name, value in shared.items()),
+        )
+    return counts
+
+
 def is_main_process() -> bool:
     """False in the non-zero ranks of a torchrun launch (read from the environment, no torch import)."""
     return int(os.environ.get("RANK", "0")) == 0
+
+
+def _corpus(data: Any) -> dict[str, str]:
+    """`{"corpus": name}`: the folder a split was read from, links resolved (what published results name)."""
+    source = getattr(data, "source", None)
+    return {"corpus": Path(source).resolve().name} if isinstance(source, (str, Path)) else {}
 
 
 def _size(data: Any) -> int:

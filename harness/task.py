@@ -30,6 +30,9 @@ class TaskMetadata:
     # task parameters worth a figure of the main score against them (e.g. episode length), drawn by
     # `harness plot`/`report` when runs vary them
     plot_parameters: tuple[str, ...] = ()
+    # published results to show beside runs as reference rows (never ranked): "package:file.csv" with columns
+    # task, corpus (a glob over the test corpus folder name a run records), system, measures..., source
+    published: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:
@@ -74,6 +77,23 @@ class Task(Protocol):
 
     def evaluate(self, system: Any, data: Any) -> Evaluation:
         """Run the system on a loaded split and score it with the task's official measures."""
+        ...
+
+    # Optional (see `SplitOverlap`): `overlap(train, test) -> dict[str, int]`, counts of what the two
+    # loaded splits share (e.g. texts); `harness run` records them and warns when one is not zero.
+
+
+@runtime_checkable
+class SplitOverlap(Protocol):
+    """An optional method of a `Task`: what a train and a test split share, counted the task's way.
+
+    `harness run` calls it when the task has it, records the counts in `result.json` under
+    `task.data` (e.g. `task.data.shared_texts`) and logs a warning when any count is not zero: a test
+    problem whose text the system saw in training measures memory, not authorship.
+    """
+
+    def overlap(self, train: Any, test: Any) -> dict[str, int]:
+        """Counts named by what they count (e.g. `shared_texts`); zero everywhere means no overlap."""
         ...
 
 

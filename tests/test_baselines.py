@@ -226,6 +226,7 @@ def test_registry_names_these_classes() -> None:
         "max_features": 3000,
         "grid_step": 0.01,
         "objective": "overall",
+        "calibration_folds": 5,
     }
 
 
@@ -235,3 +236,27 @@ def test_bad_calibration_parameters_are_refused_at_construction(cls) -> None:
         cls(objective="accuracy")
     with pytest.raises(ValueError, match="step"):
         cls(grid_step=0.0)
+    with pytest.raises(ValueError, match="calibration_folds"):
+        cls(calibration_folds=1)
+
+
+@pytest.mark.parametrize("make", SYSTEMS)
+def test_band_is_fitted_on_out_of_fold_scores_and_the_folds_are_recorded(make, tmp_path: Path) -> None:
+    from toolkit.calibration import cross_fitted_scores, fit_abstain_band
+
+    system = make()
+    system.fit(TRAIN, seed=3)
+    labels = np.array([TRAIN.truth[p.id].same for p in TRAIN.problems])
+    # the same folds, scored by fresh systems fitted on each fold's training part only
+
+    def fit_and_score(train: np.ndarray, held_out: np.ndarray) -> np.ndarray:
+        fold_system = make()
+        part = TRAIN._replace(problems=tuple(TRAIN.problems[i] for i in train))
+        fold_system.fit(part, seed=3)
+        return fold_system.raw_scores([TRAIN.problems[i] for i in held_out])
+
+    scores, info = cross_fitted_scores(TRAIN.problems, fit_and_score, k=5, seed=3)
+    assert system.calibration_info == info and info["folds"] == 5
+    assert system.band == fit_abstain_band(scores, labels, step=system.grid_step, objective=system.objective)
+    system.save(tmp_path / "checkpoint")
+    assert type(system).load(tmp_path / "checkpoint").calibration_info == info

@@ -14,11 +14,14 @@ from harness.records import NO_ANSWER, VerificationData, VerificationProblem, Ve
 from toolkit.calibration import (
     AbstainBand,
     band_grid,
+    cross_fitted_folds,
+    cross_fitted_scores,
     fit_abstain_band,
     objective_function,
     rescale_with_abstain_band,
     training_labels,
 )
+from toolkit.splits import shared_texts
 
 
 def noisy_scores(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -157,3 +160,81 @@ def test_training_labels() -> None:
         training_labels(data._replace(truth=None))
     with pytest.raises(HarnessError, match="'b'"):
         training_labels(data._replace(truth={"a": truth["a"]}))
+
+
+# --- cross-fitted calibration ---------------------------------------------------------------------
+
+
+def _problems_with_groups(sizes: list[int]) -> list[VerificationProblem]:
+    """Problems in chains: within a chain each problem shares a text with the next, chains share nothing."""
+    problems = []
+    for chain, size in enumerate(sizes):
+        for i in range(size):
+            texts = (f"chain {chain} text {i}", f"chain {chain} text {i + 1}", f"unknown {chain}.{i}")
+            problems.append(VerificationProblem(f"c{chain}-{i}", texts))
+    return problems
+
+
+def _leak_checking_scorer(problems: list[VerificationProblem], seen: list[set[int]]):
+    """A toy fit_and_score: 'fits' on the training texts, scores a held-out problem by how many it has seen.
+
+    A held-out problem's score is the number of its texts the scorer was fitted on: any leak makes it > 0.
+    """
+
+    def fit_and_score(train: np.ndarray, held_out: np.ndarray) -> np.ndarray:
+        vocabulary = {text for i in train for text in problems[i].texts}
+        seen.append({int(i) for i in held_out})
+        return np.array([sum(text in vocabulary for text in problems[i].texts) for i in held_out], dtype=float)
+
+    return fit_and_score
+
+
+def test_cross_fitted_scores_over_text_disjoint_groups_never_score_with_a_scorer_that_saw_the_texts() -> None:
+    problems = _problems_with_groups([3, 1, 4, 2, 2, 5, 1, 3])
+    seen: list[set[int]] = []
+    scores, info = cross_fitted_scores(problems, _leak_checking_scorer(problems, seen), k=5, seed=3)
+    assert info == {"folds": 5, "grouping": "text-disjoint", "groups": 8, "dropped": 0}
+    assert np.array_equal(scores, np.zeros(len(problems)))
+    # every problem held out exactly once
+    assert sorted(i for fold in seen for i in fold) == list(range(len(problems)))
+
+
+def test_cross_fitted_scores_drop_problems_sharing_a_text_when_groups_are_too_few() -> None:
+    # two chains of 10: only 2 text-disjoint groups for 5 folds (as PAN14 novels, one group)
+    problems = _problems_with_groups([10, 10])
+    seen: list[set[int]] = []
+    folds, fold_info = cross_fitted_folds(problems, k=5, seed=0)
+    scores, info = cross_fitted_scores(problems, _leak_checking_scorer(problems, seen), k=5, seed=0)
+    assert info == fold_info
+    assert info["grouping"] == "drop-shared" and info["folds"] == 5 and info["groups"] == 2
+    assert info["dropped"] > 0
+    assert np.array_equal(scores, np.zeros(len(problems)))  # no held-out text was in any fold's training part
+    assert sorted(i for fold in seen for i in fold) == list(range(len(problems)))
+    for train, held_out in folds:
+        assert not set(train) & set(held_out)
+        assert shared_texts([problems[i] for i in train], [problems[i] for i in held_out]) == 0
+
+
+def test_cross_fitted_folds_refuse_a_fold_left_without_training_problems() -> None:
+    problems = [VerificationProblem(f"p{i}", ("the one shared text", f"unknown {i}")) for i in range(10)]
+    with pytest.raises(HarnessError, match="fold 1 of 5.*shares a text"):
+        cross_fitted_folds(problems, k=5, seed=0)
+
+
+def test_cross_fitted_scores_check_what_the_scorer_returns() -> None:
+    problems = _problems_with_groups([1] * 6)
+    with pytest.raises(HarnessError, match="fold 1"):
+        cross_fitted_scores(problems, lambda train, held_out: np.zeros(len(held_out) + 1), k=3)
+    with pytest.raises(HarnessError, match="NaN"):
+        cross_fitted_scores(problems, lambda train, held_out: np.full(len(held_out), np.nan), k=3)
+    with pytest.raises(HarnessError, match="at least 2 folds"):
+        cross_fitted_scores(problems, lambda train, held_out: np.zeros(len(held_out)), k=1)
+
+
+def test_cross_fitted_folds_are_seeded() -> None:
+    problems = _problems_with_groups([2] * 12)
+    first, _ = cross_fitted_folds(problems, k=4, seed=1)
+    again, _ = cross_fitted_folds(problems, k=4, seed=1)
+    other, _ = cross_fitted_folds(problems, k=4, seed=2)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a[1], b[1]) for a, b in zip(first, other, strict=True))

@@ -71,7 +71,10 @@ def test_run_writes_result_answers_and_checkpoint(finished_run: Path):
     assert result["task"]["data"]["test"]["checksum"].startswith("sha256:")
     assert result["system"]["params"]["ngram_size"] == 4
     assert result["system"]["checkpoint"]["checksum"].startswith("sha256:")
-    assert set(result["scores"]) == {"auc", "c_at_1", "f_05_u", "f1", "brier", "overall"}
+    from tasks.pan.pan23 import Pan23Task
+
+    assert set(result["scores"]) == set(Pan23Task.metadata.measures)  # the task's measures, no more, no fewer
+    assert {"auc", "c_at_1", "f_05_u", "f1", "brier", "overall"} <= set(result["scores"])
     assert result["main_score"] == {"name": "overall", "value": result["scores"]["overall"]}
     assert result["environment"]["libraries"]["numpy"]
     assert result["seeds"] == {"seed": 0}

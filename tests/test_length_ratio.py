@@ -42,7 +42,11 @@ def test_fit_predict_save_load(tmp_path: Path) -> None:
     assert all(0.0 <= a.value <= 1.0 for a in answers)
     system.save(tmp_path / "checkpoint")
     assert LengthRatio.load(tmp_path / "checkpoint").predict(test.problems) == answers
-    assert LengthRatio.load(tmp_path / "checkpoint").params() == {"grid_step": 0.01, "objective": "overall"}
+    assert LengthRatio.load(tmp_path / "checkpoint").params() == {
+        "grid_step": 0.01,
+        "objective": "overall",
+        "calibration_folds": 5,
+    }
     with pytest.raises(ValueError):
         LengthRatio(objective="nope")
 
@@ -59,3 +63,23 @@ def test_run_and_tira_predict_end_to_end(tmp_path: Path) -> None:
     result = runner.invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "tira" / "answers.jsonl").read_bytes() == (run_dir / "answers.jsonl").read_bytes()
+
+
+def test_band_is_fitted_through_the_cross_fitting_and_records_it(tmp_path: Path) -> None:
+    from harness.records import VerificationData, VerificationProblem, VerificationTruth
+    from toolkit.calibration import fit_abstain_band
+
+    problems = tuple(
+        VerificationProblem(f"p{i}", (f"known {i} " + "k" * (50 + 7 * i), f"unknown {i} " + "u" * (60 + 3 * i)))
+        for i in range(12)
+    )
+    truth = {p.id: VerificationTruth(p.id, i % 3 == 0) for i, p in enumerate(problems)}
+    data = VerificationData(problems, truth, tmp_path, "x")
+    system = LengthRatio()
+    system.fit(data, seed=0)
+    assert system.calibration_info == {"folds": 5, "grouping": "text-disjoint", "groups": 12, "dropped": 0}
+    labels = [truth[p.id].same for p in problems]
+    # nothing is fitted but the band, so out-of-fold ratios are the ratios: the band is the in-sample one
+    assert system._band == fit_abstain_band(length_ratios(problems), labels)
+    system.save(tmp_path / "checkpoint")
+    assert LengthRatio.load(tmp_path / "checkpoint").calibration_info == system.calibration_info

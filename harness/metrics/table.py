@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 Inputs = Literal["answers", "ranks", "trials"]
@@ -78,6 +78,9 @@ MEASURES: dict[str, Measure] = {
                 "mean of the profile's verification measures (pan20: 4, pan23: 5)", "answers", _PAN),
         Measure("auc_x_c_at_1", f"{_VERIFICATION}:auc_x_c_at_1", True, "AUC x c@1, the PAN 2014-2015 ranking score",
                 "answers", _PAN),
+        Measure("c_at_1_best_band", f"{_VERIFICATION}:c_at_1_best_band", True,
+                "c@1 with the best abstain band chosen on the scored answers themselves (an upper bound; "
+                "beside c_at_1 it shows the calibration gap)", "answers", _PAN),
         Measure("mrr", "harness.metrics.ranking:mrr_from_ranks", True,
                 "mean reciprocal rank of the first same-author item", "ranks"),
         Measure("recall_at_k", "harness.metrics.ranking:recall_at_k_from_ranks", True,
@@ -181,3 +184,24 @@ def answer_measures(profile: str) -> tuple[str, ...]:
     evaluators = {name for names in PROFILES.values() for name in names} | {"overall"}
     built_on = tuple(m.name for m in MEASURES.values() if m.inputs == "answers" and m.name not in evaluators)
     return (*PROFILES[profile], "overall", *built_on)
+
+
+def score_answer_measures(
+    names: Sequence[str], answers: Mapping[str, float], truth: Mapping[str, bool], *, profile: str
+) -> dict[str, float]:
+    """`answers` measures of the table by name, of answers by id against truth (same author?) by id.
+
+    For the measures a task lists beyond its evaluator's (e.g. `c_at_1_best_band`). Problems are
+    aligned by sorted id, as PAN's evaluator does; a problem without an answer counts as 0.5.
+    """
+    import numpy as np
+
+    ids = sorted(truth)
+    labels = np.array([bool(truth[i]) for i in ids], dtype=bool)
+    values = np.array([answers.get(i, 0.5) for i in ids], dtype=np.float64)
+    results = {}
+    for name in names:
+        if resolve(name).measure.inputs != "answers":
+            raise ValueError(f"measure {name!r} is not computed from answers")
+        results[name] = float(measure_function(name, {"profile": profile})(labels, values))
+    return results

@@ -174,3 +174,36 @@ def auc_x_c_at_1(truth: Sequence[Any] | np.ndarray, scores: Sequence[float] | np
     """AUC x c@1, the PAN 2014-2015 ranking score (Stamatatos et al. 2014)."""
     y, s = _as_arrays(truth, scores)
     return auc_x_c_at_1_from_results({"auc": auc(y, s), "c_at_1": c_at_1(y, s)})
+
+
+def c_at_1_best_band(truth: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray) -> float:
+    """The c@1 the answers would reach with the best abstain band chosen on these answers: an upper bound.
+
+    Keeps the answers' order and re-draws the decision: two cuts a <= b over the answered values give
+    "different" below a, no answer in [a, b), "same" from b up; the best c@1 over all cuts is returned.
+    Answers of exactly 0.5 stay non-answers (a band cannot tell them apart). The answers' own decision
+    is one of the cuts, so this is never below `c_at_1`; the difference is the calibration gap, what a
+    band fitted on other data lost (issue 12). It is chosen on the truth it is scored on: a bound, not a result.
+    """
+    y, s = _as_arrays(truth, scores)
+    n = float(s.size)
+    answered = s != NO_ANSWER
+    n_u0 = float(np.count_nonzero(~answered))
+    values, labels = s[answered], y[answered]
+    if values.size == 0:
+        return 0.0
+    # groups of equal values, in increasing order: a cut falls between groups, never inside one
+    distinct, group = np.unique(values, return_inverse=True)
+    positives = np.bincount(group, weights=labels.astype(np.float64), minlength=distinct.size)
+    sizes = np.bincount(group, minlength=distinct.size).astype(np.float64)
+    negatives = sizes - positives
+    # cut i (0..m): groups < i answer "different"; cut j >= i: groups >= j answer "same"
+    neg_below = np.r_[0.0, np.cumsum(negatives)]
+    pos_from = np.r_[np.cumsum(positives[::-1])[::-1], 0.0]
+    size_below = np.r_[0.0, np.cumsum(sizes)]
+    best = 0.0
+    for i in range(distinct.size + 1):
+        n_c = neg_below[i] + pos_from[i:]
+        n_u = n_u0 + size_below[i:] - size_below[i]
+        best = max(best, float(np.max((n_c + n_u * n_c / n) / n)))
+    return best

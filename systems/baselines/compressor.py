@@ -4,7 +4,9 @@ For a problem with known text(s) K and unknown text U, a PPM model of one text c
 h(U | K) and h(K | U) are cross-entropies in bits per byte. The features are their mean and their
 absolute difference, as in PAN's script, and a logistic regression fitted on the training split
 turns them into the probability of "same author"; an abstain band on top leaves unsure problems
-at 0.5.
+at 0.5. The band is fitted on out-of-fold probabilities of the training problems: each from a
+regression fitted on the other folds, which hold none of its texts (`toolkit.calibration.cross_fitted_scores`,
+`calibration_folds`, 5 by default); the regression that answers is fitted on all training problems.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from harness.errors import HarnessError
 from harness.progress import pbar
 from harness.records import NO_ANSWER, Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
-from toolkit.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function, training_labels
+from toolkit.calibration import (
+    AbstainBand,
+    band_grid,
+    cross_fitted_scores,
+    fit_abstain_band,
+    objective_function,
+    training_labels,
+)
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
 
 CALIBRATIONS = ("band", "radius", "none")
@@ -54,9 +63,9 @@ def cross_entropy(text: bytes | str, context: bytes | str, *, order: int = 5, me
 class CompressorBaseline:
     """PPMd cross-entropies of known vs unknown text -> logistic regression -> calibrated probability.
 
-    calibration: "band" grid-searches an abstain band on the training probabilities (as cngdist
-    does on similarities); "radius" is PAN's original rule, probabilities within `radius` of 0.5
-    become 0.5; "none" answers the probabilities as they are.
+    calibration: "band" grid-searches an abstain band on out-of-fold probabilities of the training
+    problems (as cngdist does on similarities; `calibration_folds` folds); "radius" is PAN's original
+    rule, probabilities within `radius` of 0.5 become 0.5; "none" answers the probabilities as they are.
     """
 
     name: ClassVar[str] = "compressor"
@@ -70,6 +79,7 @@ class CompressorBaseline:
         radius: float = 0.05,
         grid_step: float = 0.01,
         objective: str = "overall",
+        calibration_folds: int = 5,
     ) -> None:
         if not 2 <= order <= 64:
             raise ValueError(f"PPMd order must be in 2..64, got {order!r}")
@@ -82,12 +92,15 @@ class CompressorBaseline:
         # refuse a bad step or objective now rather than after the features are computed
         band_grid(grid_step)
         objective_function(objective)
+        if calibration_folds < 2:
+            raise ValueError(f"calibration_folds must be at least 2, got {calibration_folds!r}")
         self.order = order
         self.memory = memory
         self.calibration = calibration
         self.radius = radius
         self.grid_step = grid_step
         self.objective = objective
+        self.calibration_folds = calibration_folds
         # the fitted model: feature standardisation, logistic regression weights, band
         self._mean: np.ndarray | None = None
         self._scale: np.ndarray | None = None
@@ -95,6 +108,7 @@ class CompressorBaseline:
         self._intercept: float | None = None
         self._band: AbstainBand | None = None
         self._seed: int | None = None
+        self._calibration: dict[str, Any] | None = None
 
     def params(self) -> dict[str, Any]:
         """The constructor parameters."""
@@ -119,28 +133,38 @@ class CompressorBaseline:
             rows[i] = ((h_unknown + h_known) / 2.0, abs(h_unknown - h_known))
         return rows
 
-    def fit(self, train: VerificationData, *, seed: int) -> None:
-        """Fit the logistic regression on the training features, then (calibration "band") the band."""
-        from sklearn.linear_model import LogisticRegression
+    @property
+    def calibration_info(self) -> dict[str, Any] | None:
+        """How the band's out-of-fold scores were made (folds, grouping, dropped problems); None without a band."""
+        return self._calibration
 
+    def fit(self, train: VerificationData, *, seed: int) -> None:
+        """Fit the logistic regression on all training features; (calibration "band") the band on out-of-fold ones."""
         labels = training_labels(train)
         if labels.all() or not labels.any():
             raise HarnessError(f"{train.source}: fitting needs both same-author and different-author problems")
+        # the cross-entropies involve no fitting, so they are computed once and shared by the folds
         x = self.features(train.problems)
-        # standardised features make the default regularisation (C = 1) independent of the units
-        mean = x.mean(axis=0)
-        scale = x.std(axis=0)
-        scale[scale == 0] = 1.0
-        model = LogisticRegression(random_state=seed)
-        model.fit((x - mean) / scale, labels)
-        self._mean, self._scale = mean, scale
-        self._coef = np.asarray(model.coef_[0], dtype=np.float64)
-        self._intercept = float(model.intercept_[0])
         self._band = None
-        self._seed = seed
+        self._calibration = None
         if self.calibration == "band":
-            probabilities = self._probabilities(x)
-            self._band = fit_abstain_band(probabilities, labels, step=self.grid_step, objective=self.objective)
+
+            def fit_and_score(train_indices: np.ndarray, held_out_indices: np.ndarray) -> np.ndarray:
+                if len(np.unique(labels[train_indices])) < 2:
+                    raise HarnessError(
+                        f"{train.source}: a calibration fold's training part holds one class only; "
+                        "use fewer calibration_folds"
+                    )
+                return _probabilities(
+                    x[held_out_indices], *_fit_regression(x[train_indices], labels[train_indices], seed)
+                )
+
+            out_of_fold, self._calibration = cross_fitted_scores(
+                train.problems, fit_and_score, k=self.calibration_folds, seed=seed
+            )
+            self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, objective=self.objective)
+        self._mean, self._scale, self._coef, self._intercept = _fit_regression(x, labels, seed)
+        self._seed = seed
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """Probability of "same author" from the logistic regression, before calibration."""
@@ -166,6 +190,7 @@ class CompressorBaseline:
             "features": list(FEATURES),
             "band": None if self._band is None else [self._band.p1, self._band.p2],
             "seed": self._seed,
+            "calibration": self._calibration,
         }
         arrays = {
             "mean": self._mean,
@@ -195,6 +220,7 @@ class CompressorBaseline:
         system._mean, system._scale, system._coef, system._intercept = mean, scale, coef, intercept
         system._band = None if band is None else AbstainBand(float(band[0]), float(band[1]))
         system._seed = state.get("seed")
+        system._calibration = state.get("calibration")  # absent in checkpoints written before cross-fitting
         return system
 
     def _check_fitted(self) -> None:
@@ -202,8 +228,28 @@ class CompressorBaseline:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
-        # computed here rather than by scikit-learn, so a loaded checkpoint gives the same bits
-        from scipy.special import expit
-
         assert self._mean is not None and self._scale is not None and self._coef is not None
-        return expit(((x - self._mean) / self._scale) @ self._coef + self._intercept)
+        assert self._intercept is not None
+        return _probabilities(x, self._mean, self._scale, self._coef, self._intercept)
+
+
+def _fit_regression(x: np.ndarray, labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(mean, scale, coef, intercept) of a logistic regression on standardised features."""
+    from sklearn.linear_model import LogisticRegression
+
+    # standardised features make the default regularisation (C = 1) independent of the units
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(random_state=seed)
+    model.fit((x - mean) / scale, labels)
+    return mean, scale, np.asarray(model.coef_[0], dtype=np.float64), float(model.intercept_[0])
+
+
+def _probabilities(
+    x: np.ndarray, mean: np.ndarray, scale: np.ndarray, coef: np.ndarray, intercept: float
+) -> np.ndarray:
+    # computed here rather than by scikit-learn, so a loaded checkpoint gives the same bits
+    from scipy.special import expit
+
+    return expit(((x - mean) / scale) @ coef + intercept)

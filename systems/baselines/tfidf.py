@@ -9,7 +9,7 @@ from toolkit.tfidf import WORD_TOKEN_PATTERN
 
 
 class WordTfidf(TfidfCosineSystem):
-    """TF-IDF of word n-grams (1..max_ngram, punctuation included), cosine, abstain band fitted on train."""
+    """TF-IDF of word n-grams (1..max_ngram, punctuation included), cosine, band fitted on out-of-fold scores."""
 
     name: ClassVar[str] = "tfidf"
 
@@ -22,10 +22,17 @@ class WordTfidf(TfidfCosineSystem):
         sublinear_tf: bool = True,
         grid_step: float = 0.01,
         objective: str = "overall",
+        calibration_folds: int = 5,
     ) -> None:
         if max_ngram < 1:
             raise ValueError(f"max_ngram must be positive, got {max_ngram!r}")
-        super().__init__(max_features=max_features, sublinear_tf=sublinear_tf, grid_step=grid_step, objective=objective)
+        super().__init__(
+            max_features=max_features,
+            sublinear_tf=sublinear_tf,
+            grid_step=grid_step,
+            objective=objective,
+            calibration_folds=calibration_folds,
+        )
         self.max_ngram = max_ngram
         self.lowercase = lowercase
 

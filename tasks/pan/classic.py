@@ -33,7 +33,8 @@ class PanClassicTask(PanVerificationTask):
             "per split; ranked by AUC x c@1 (PAN 2014/15), PAN 2023 measures also reported"
         ),
         main_score="auc_x_c_at_1",
-        measures=("auc", "c_at_1", "auc_x_c_at_1", "f_05_u", "f1", "brier", "overall"),
+        measures=("auc", "c_at_1", "auc_x_c_at_1", "f_05_u", "f1", "brier", "overall", "c_at_1_best_band"),
+        published="tasks.pan:published.csv",
         splits=("train", "test"),
         evaluator="pan23",  # auc, c@1 and the extra measures come from the PAN 2023 profile
         citation=(

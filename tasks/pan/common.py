@@ -110,6 +110,21 @@ class PanVerificationTask:
         details = [{"id": a.id, "value": a.value, "same": truth[a.id].same} for a in answers]
         return Evaluation(scores=scores, details=details, answers=answers)
 
+    def overlap(self, train: VerificationData, test: VerificationData) -> dict[str, int]:
+        """What the splits share (`harness.task.SplitOverlap`): texts equal after normalisation, by hash.
+
+        `shared_texts`: distinct texts found in both splits; `test_problems_sharing_a_text`: test problems
+        holding at least one of them.
+        """
+        from toolkit.splits import shared_texts, text_key
+
+        train_keys = {text_key(t) for p in train.problems for t in p.texts}
+        touched = sum(any(text_key(t) in train_keys for t in p.texts) for p in test.problems)
+        return {
+            "shared_texts": shared_texts(train.problems, test.problems),
+            "test_problems_sharing_a_text": touched,
+        }
+
     def score(self, answers: Sequence[Answer], data: VerificationData) -> dict[str, float]:
         """Score answers against the split's truth with the task's evaluator profile."""
         return self.score_truth(_answers_by_id(answers), _require_truth(data, self.metadata.name))
@@ -131,6 +146,13 @@ class PanVerificationTask:
         scores = score_answers(answers, truth, profile=profile or self.metadata.evaluator, answers_path=answers_path)
         scores.update(self.derived_measures(scores))
         if profile in (None, self.metadata.evaluator):
+            # measures the task lists beyond its evaluator's (e.g. c_at_1_best_band) come from the measure table
+            extra = [name for name in self.metadata.measures if name not in scores]
+            if extra:
+                from harness.metrics.table import score_answer_measures
+
+                same = {problem_id: t.same for problem_id, t in truth.items()}
+                scores.update(score_answer_measures(extra, answers, same, profile=self.metadata.evaluator))
             return {name: scores[name] for name in self.metadata.measures}
         return scores
 

@@ -22,7 +22,7 @@ class Pan23Task(JsonlVerificationTask):
             "scored with the PAN 2023 evaluator (overall = mean of AUC, c@1, F0.5u, F1, Brier)"
         ),
         main_score="overall",
-        measures=("auc", "c_at_1", "f_05_u", "f1", "brier", "overall"),
+        measures=("auc", "c_at_1", "f_05_u", "f1", "brier", "overall", "c_at_1_best_band"),
         splits=("train", "test"),
         evaluator="pan23",
         citation=(
