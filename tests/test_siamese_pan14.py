@@ -57,7 +57,7 @@ def test_siamese_bilstm_on_real_pan14_essays(tmp_path: Path, monkeypatch: pytest
     system = SiameseBiLSTM(
         encoder=LayerFeaturesConfig(max_chunks_per_text=2),
         head=BiLSTMHeadConfig(hidden_size=32),
-        training=Training(epochs=2, batch_size=8),
+        training=Training(epochs=2, batch_size=16),
         calibration=Calibration(validation_share=0.3, grid_step=0.05),
         groups={"essay": ["essay"], "novel": ["novel"]},
         device="cpu",

@@ -29,15 +29,17 @@ def _pool(rng: np.random.Generator, authors: int) -> list[list[np.ndarray]]:
     return pool
 
 
-@pytest.mark.parametrize(("authors", "batch_size"), [(40, 32), (10, 32), (33, 8), (3, 2)])
-def test_sampler_never_repeats_an_author_and_pairs_different_texts(authors, batch_size):
+@pytest.mark.parametrize(("authors", "batch_size"), [(40, 32), (10, 32), (33, 8), (3, 4), (3, 64)])
+def test_sampler_draws_batch_size_chunks_two_each_of_distinct_authors_from_different_texts(authors, batch_size):
     pool = _pool(np.random.default_rng(authors), authors)
     owner = {int(r): (a, t) for a, texts in enumerate(pool) for t, rows in enumerate(texts) for r in rows}
     eligible = eligible_authors(pool)
     sampler = AuthorBatchSampler(pool, batch_size, seed=1)
     seen = []
     for batch in sampler.batches(200):
-        assert len(batch.authors) == min(batch_size, len(eligible))
+        # batch_size counts chunks as the paper does (32 = 16 authors x 2), fewer only when authors run out
+        assert batch.rows.size == 2 * len(batch.authors) == min(batch_size, 2 * len(eligible))
+        assert len(batch.authors) == min(batch_size // 2, len(eligible))
         assert len(set(batch.authors.tolist())) == len(batch.authors)  # no author twice: no false negatives
         for author, (t0, t1), (r0, r1) in zip(batch.authors, batch.texts, batch.rows, strict=True):
             assert t0 != t1
@@ -51,8 +53,17 @@ def test_sampler_never_repeats_an_author_and_pairs_different_texts(authors, batc
 def test_sampler_needs_two_eligible_authors():
     with pytest.raises(ValueError):
         AuthorBatchSampler([[np.arange(3), np.arange(3, 5)], [np.arange(5, 9)]], 4, seed=0)
-    with pytest.raises(ValueError):
-        AuthorBatchSampler([[np.arange(2), np.arange(2, 4)]] * 3, 1, seed=0)
+    with pytest.raises(ValueError, match="at least 4"):
+        AuthorBatchSampler([[np.arange(2), np.arange(2, 4)]] * 3, 2, seed=0)  # 2 chunks: one author, no negative
+    with pytest.raises(ValueError, match="even"):
+        AuthorBatchSampler([[np.arange(2), np.arange(2, 4)]] * 3, 7, seed=0)  # two chunks per author
+
+
+def test_the_paper_batch_of_32_is_16_authors_with_two_chunks_each():
+    pool = _pool(np.random.default_rng(3), 50)
+    batch = AuthorBatchSampler(pool, 32, seed=0).batch()
+    assert batch.rows.shape == (16, 2) and len(set(batch.authors.tolist())) == 16
+    assert len(set(batch.rows.ravel().tolist())) == 32
 
 
 def test_sampler_is_reproducible():
@@ -117,9 +128,11 @@ def test_the_loss_part_is_the_loss_with_its_margins():
 def test_steps_per_epoch_draw_the_pool_once_unless_given():
     from systems.siamese_bilstm.settings import Training
 
-    assert Training(batch_size=8).steps(chunks=100, authors=20) == 7  # ceil(100 / (2 * 8))
-    assert Training(batch_size=32).steps(chunks=100, authors=5) == 10  # a batch holds at most 5 authors
+    assert Training(batch_size=8).steps(chunks=100, authors=20) == 13  # ceil(100 / 8): batch_size counts chunks
+    assert Training(batch_size=32).steps(chunks=100, authors=5) == 10  # a batch holds at most 5 authors, 10 chunks
     assert Training(batch_size=8).steps(chunks=1, authors=2) == 1
+    with pytest.raises(ValueError, match="even"):
+        Training(batch_size=9)
     assert Training(steps_per_epoch=3).steps(chunks=100, authors=20) == 3
 
 
@@ -180,6 +193,70 @@ def test_pseudo_authors_from_problems_merged_over_shared_texts():
     assert author["b1"] != author["x"] and author["d1"] != author["d2"]
     assert corpus.num_authors == 5
     assert corpus.texts.count("a2") == 1
+
+
+def test_texts_differing_only_in_white_space_are_one_text_of_one_author():
+    problems = (
+        VerificationProblem("A", ("the same text.", "a other"), ("essay",) * 2),
+        VerificationProblem("B", ("\ufeffthe  same\ntext. ", "b other"), ("essay",) * 2),
+        VerificationProblem("C", ("c1", "c2"), ("essay",) * 2),
+    )
+    truth = {i: VerificationTruth(i, False) for i in "ABC"}
+    corpus = collect_corpus(VerificationData(problems, truth, Path("."), "0"))
+    assert len(corpus.texts) == 5  # the shared text once although its bytes differ
+    assert corpus.problem_texts[0][0] == corpus.problem_texts[1][0]
+    # A's and B's known authors are one pseudo-author; the unknown authors and C's stay apart
+    assert corpus.num_authors == 5
+
+
+def test_converted_placeholder_authors_are_not_names():
+    problems = (VerificationProblem("A", ("k", "u"), None), VerificationProblem("B", ("u", "v"), None))
+    truth = {
+        "A": VerificationTruth("A", False, ("A-known", "A-unknown")),
+        "B": VerificationTruth("B", True, ("B-known", "B-known")),
+    }
+    corpus = collect_corpus(VerificationData(problems, truth, Path("."), "0"))
+    assert not corpus.named
+    author = dict(zip(corpus.texts, corpus.authors, strict=True))
+    assert author["u"] == author["v"] != author["k"]  # B's known text is A's unknown one
+
+
+def test_pseudo_authors_on_real_pan14_essays_share_no_text(tmp_path: Path):
+    """PAN14 essays train reuses 142 of 625 texts across problems: after merging, no text has two authors."""
+    import tarfile
+
+    from conftest import SHARED_DATA
+
+    from tasks.pan.folders import read_classic_corpus, read_classic_truth
+    from toolkit.splits import problem_groups, text_key
+
+    tarball = SHARED_DATA / "pan13-15-av-en.tar.gz"
+    if not tarball.is_file():
+        pytest.skip(f"{tarball} not found (set HARNESS_SHARED_DATA)")
+    name = "pan14-author-verification-training-corpus-english-essays"
+    with tarfile.open(tarball) as archive:
+        archive.extractall(tmp_path, members=[m for m in archive.getmembers() if name in m.name], filter="data")
+    folder = next(p.parent for p in tmp_path.rglob("truth.txt") if name in str(p))
+    problems = read_classic_corpus(folder)[0]
+    truth = read_classic_truth(folder / "truth.txt")[0]
+    corpus = collect_corpus(VerificationData(problems, truth, folder, "0"))
+
+    keys = {text_key(t) for p in problems for t in p.texts}
+    assert len(corpus.texts) == len(keys) < sum(len(p.texts) for p in problems)  # each text once, by its hash
+    owner: dict[str, int] = {}
+    for problem, ids, same in zip(problems, corpus.problem_texts, corpus.labels, strict=True):
+        for text, i in zip(problem.texts, ids, strict=True):
+            assert owner.setdefault(text_key(text), corpus.authors[i]) == corpus.authors[i]  # one author per text
+        authors = {corpus.authors[i] for i in ids}
+        assert len(authors) == (1 if same else 2)  # an N problem's sides are never merged into one author
+    # fewer pseudo-authors than problem-local ones (problems that share a text share its author), and
+    # authors never span two text-connected groups of problems
+    assert corpus.num_authors < sum(1 if s else 2 for s in corpus.labels)
+    groups = problem_groups(problems)
+    group_of_author: dict[int, int] = {}
+    for g, authors in zip(groups, corpus.problem_authors, strict=True):
+        for a in authors:
+            assert group_of_author.setdefault(a, int(g)) == int(g)
 
 
 def test_named_authors_are_used_when_the_truth_has_them():

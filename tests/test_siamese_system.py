@@ -40,7 +40,7 @@ SMALL = {
     "encoder.max_tokens": 24,
     "head.hidden_size": 8,
     "training.epochs": 2,
-    "training.batch_size": 4,
+    "training.batch_size": 8,  # chunks: 4 authors x 2
     "training.steps_per_epoch": 3,
     "calibration.validation_share": 0.4,
     "calibration.grid_step": 0.05,
@@ -228,7 +228,8 @@ def test_parts_are_objects_with_defaults_and_dotted_parameters_set_their_fields(
     [
         ({"scoring": "max"}, "scoring must be one of"),
         ({"groups": {"general": ["essay"]}}, "groups: group name 'general'"),
-        ({"training.batch_size": 1}, "siamese_bilstm: training: batch_size must be at least 2, got 1"),
+        ({"training.batch_size": 2}, "siamese_bilstm: training: batch_size must be at least 4, got 2"),
+        ({"training.batch_size": 5}, "siamese_bilstm: training: batch_size counts chunks, two per author"),
         ({"training.epochs": 0}, "siamese_bilstm: training: epochs must be at least 1, got 0"),
         ({"head.hidden_size": 0}, "siamese_bilstm: head: hidden_size must be at least 1, got 0"),
         ({"loss.positive_margin": "abc"}, "siamese_bilstm: loss: positive_margin must be a number, got 'abc'"),
@@ -248,8 +249,8 @@ def test_bad_parameters_are_one_line_harness_errors_naming_them(params, message)
 
 
 def test_parts_refuse_bad_values_themselves_and_the_constructor_refuses_a_dict_for_a_part():
-    with pytest.raises(ValueError, match="batch_size must be at least 2"):
-        Training(batch_size=1)
+    with pytest.raises(ValueError, match="batch_size must be at least 4"):
+        Training(batch_size=2)
     with pytest.raises(ValueError, match="steps_per_epoch"):
         Training(steps_per_epoch=0)
     with pytest.raises(HarnessError, match="training must be a Training part"):
@@ -282,7 +283,8 @@ def test_a_checkpoint_of_the_flat_format_loads_and_gives_the_same_answers(tmp_pa
     )
     assert system.head == BiLSTMHeadConfig(hidden_size=4)
     assert system.loss == ModifiedContrastive(positive_margin=0.9, negative_margin=0.1)
-    assert system.training == Training(epochs=2, batch_size=4, lr=0.01, steps_per_epoch=3)
+    # its batch_size 4 counted authors; today's batch_size counts chunks: 4 authors x 2 = 8
+    assert system.training == Training(epochs=2, batch_size=8, lr=0.01, steps_per_epoch=3)
     assert system.calibration == Calibration(validation_share=0.4, objective="auc_x_c_at_1", grid_step=0.05)
     assert (system.groups, system.scoring, system.device, system.cache_dir) == (
         None,
@@ -296,7 +298,45 @@ def test_a_checkpoint_of_the_flat_format_loads_and_gives_the_same_answers(tmp_pa
     assert [a.value for a in system.predict(problems)] == [r["answer"] for r in rows]  # exactly, as before
 
     system.save(tmp_path / "again")  # saved again, in today's nested format, and read back
-    assert SiameseBiLSTM.load(tmp_path / "again").predict(problems) == system.predict(problems)
+    again = SiameseBiLSTM.load(tmp_path / "again")
+    assert again.training.batch_size == 8  # in chunks already: not doubled a second time
+    assert again.predict(problems) == system.predict(problems)
+
+
+def test_a_nested_checkpoint_from_before_batch_size_counted_chunks_keeps_its_meaning(fitted, tmp_path: Path):
+    system, _ = fitted
+    system.save(tmp_path / "ckpt")
+    path = tmp_path / "ckpt" / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    assert config["state"].pop("batch_size_counts") == "chunks"
+    config["params"]["training"]["batch_size"] = 5  # then: 5 authors a batch
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert SiameseBiLSTM.load(tmp_path / "ckpt").training.batch_size == 10
+
+
+@pytest.mark.parametrize("mixed_precision", [True, False])
+def test_a_cpu_trained_checkpoint_predicts_the_same_on_cpu_with_or_without_mixed_precision(
+    fitted, tmp_path: Path, mixed_precision: bool
+):
+    """The CPU half of "trained on one device, predicts the same on another to 1e-4" (the GPU half needs a GPU)."""
+    system, _ = fitted
+    assert system.device == "cpu"
+    test = make_split(3)
+    features = system.extractor().features([t for p in test.problems for t in p.texts])
+    problem_texts = [(2 * i, 2 * i + 1) for i in range(len(test.problems))]
+    raw = system._route_scores(features, problem_texts)
+    before = [a.value for a in system.predict(test.problems)]
+    system.save(tmp_path / "ckpt")
+    path = tmp_path / "ckpt" / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["params"].update(device="cpu", mixed_precision=mixed_precision)
+    path.write_text(json.dumps(config), encoding="utf-8")
+    loaded = SiameseBiLSTM.load(tmp_path / "ckpt")
+    assert (loaded.torch_device(), loaded.mixed_precision) == ("cpu", mixed_precision)
+    again = loaded._route_scores(features, problem_texts)
+    for name in raw:
+        np.testing.assert_allclose(again[name], raw[name], rtol=0, atol=1e-4)
+    np.testing.assert_allclose([a.value for a in loaded.predict(test.problems)], before, rtol=0, atol=1e-4)
 
 
 def test_importing_the_package_does_not_import_torch():

@@ -1,14 +1,19 @@
 """From a training split to what the Siamese model trains on: unique texts, their authors, their
 discourse types, and an open-set validation split (authors disjoint from training).
 
-Authors. Where the truth names authors (PAN 2020-2023), those names are used. The PAN 2013-2015
-corpora name none, so pseudo-authors are derived from the problems: the known texts of a problem
-are one author; its unknown text is that author too when the truth says Y, else another author of
-its own. Texts are identified by their exact content, and every author label a text carries is
-merged into one author (union-find): PAN 2014 reuses texts across problems, so problems sharing a
-text share the author. Pseudo-authors of different problems that share no text stay different
-authors although they may be one real person: a few in-batch negatives can be false negatives.
-This is the price of corpora without author names; nothing better can be known from the data.
+Authors. Where the truth names authors (PAN 2020-2023, truth.jsonl `authors`), those names are
+used. The PAN 2013-2015 corpora name none, so pseudo-authors are derived from the problems: the
+known texts of a problem are one author; its unknown text is that author too when the truth says
+Y, else another author of its own. The same real author appears under several problem ids there
+(PAN 2014 essays: 142 of 625 texts occur in more than one problem), and problem-id authors would
+put that author twice in a batch, the false negatives the sampler exists to avoid. So texts are
+identified as `toolkit.splits` identifies them, by the hash of the normalised text (`text_key`,
+the key of `problem_groups`), and every author label a text carries is merged into one author
+(union-find): problems that share a text share that text's author, transitively, and named
+authors are merged the same way. After this no text belongs to two authors. A whole text-sharing
+group of problems is *not* one author: an N problem's two sides are different people. Pseudo-authors
+that share no text stay different although they may be one real person; nothing more can be
+known from corpora without author names.
 
 Validation. Problems are taken in a random order and their authors moved to the validation side
 until it holds `share` of all authors; the validation problems are those whose authors are all on
@@ -26,6 +31,7 @@ import numpy as np
 from harness.errors import HarnessError
 from harness.records import VerificationData, VerificationProblem, VerificationTruth
 from systems.siamese_bilstm.routing import normalise_type
+from toolkit.splits import text_key
 
 
 class Corpus(NamedTuple):
@@ -45,6 +51,9 @@ def problem_author_labels(problem: VerificationProblem, truth: VerificationTruth
     """An author label per text of a problem: from the truth's names, else problem-local pseudo-authors."""
     n = len(problem.texts)
     authors = truth.authors
+    known = f"{problem.id}-known"
+    if authors is not None and tuple(authors) == (known, known if truth.same else f"{problem.id}-unknown"):
+        authors = None  # the problem-local placeholders `harness convert` writes for PAN 2013-2015: no names
     if authors is not None and len(authors) == n:
         return [f"name:{a}" for a in authors]
     if authors is not None and len(authors) == 2:
@@ -74,7 +83,7 @@ class _UnionFind:
 
 
 def collect_corpus(data: VerificationData) -> Corpus:
-    """Unique texts, authors (named or pseudo, merged over shared texts) and problems of a split with truth."""
+    """Unique texts (by normalised-text hash), authors (named or pseudo, merged over shared texts) and problems."""
     if data.truth is None:
         raise HarnessError(f"{data.source}: training needs truth, and this split was loaded without it")
     index: dict[str, int] = {}
@@ -93,13 +102,14 @@ def collect_corpus(data: VerificationData) -> Corpus:
         named = named and author_labels[0].startswith("name:")
         ids = []
         for position, text in enumerate(problem.texts):
-            if text not in index:
-                index[text] = len(texts)
+            key = text_key(text)  # a text repeated with other white space is the same text (and author)
+            if key not in index:
+                index[key] = len(texts)
                 texts.append(text)
                 dtype = problem.discourse_types[position] if problem.discourse_types else None
                 types.append(normalise_type(dtype) if dtype else None)
                 text_labels.append(f"text:{len(texts) - 1}")
-            i = index[text]
+            i = index[key]
             uf.union(text_labels[i], author_labels[position])
             ids.append(i)
         problem_texts.append(tuple(ids))

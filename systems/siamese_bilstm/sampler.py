@@ -1,4 +1,5 @@
-"""Batches of distinct authors, each with a positive pair of chunks from two *different* texts.
+"""Batches of `batch_size` chunks: `batch_size / 2` distinct authors, each with a positive pair of
+chunks from two *different* texts (the paper's batch of 32 is 32 chunks = 16 authors x 2).
 
 The loss treats every off-diagonal pair of a batch as a negative, so an author twice in a batch
 would put same-author pairs among the negatives (the paper's false-negative problem, its Figure 4).
@@ -23,9 +24,11 @@ Pool = Sequence[Sequence[Sequence[int]]]
 
 
 class Batch(NamedTuple):
-    authors: np.ndarray  # (B,) indices into the pool, all distinct
-    texts: np.ndarray  # (B, 2) the two texts (indices into pool[author]) of each pair, never equal
-    rows: np.ndarray  # (B, 2) feature rows: [:, 0] anchors, [:, 1] positives
+    """A = batch_size / 2 authors (fewer where the pool has fewer), 2A chunks."""
+
+    authors: np.ndarray  # (A,) indices into the pool, all distinct
+    texts: np.ndarray  # (A, 2) the two texts (indices into pool[author]) of each pair, never equal
+    rows: np.ndarray  # (A, 2) feature rows: [:, 0] anchors, [:, 1] positives
 
 
 def eligible_authors(pool: Pool) -> list[int]:
@@ -34,13 +37,18 @@ def eligible_authors(pool: Pool) -> list[int]:
 
 
 class AuthorBatchSampler:
-    """Draws `Batch`es of `min(batch_size, eligible authors)` distinct authors from `pool`."""
+    """Draws `Batch`es of `batch_size` chunks, two from each of `min(batch_size / 2, eligible authors)`
+    distinct authors of `pool`."""
 
     def __init__(self, pool: Pool, batch_size: int, *, seed: int) -> None:
-        if batch_size < 2:
-            raise ValueError(f"batch_size must be at least 2 (a batch needs negatives), got {batch_size}")
+        if batch_size < 4 or batch_size % 2:
+            raise ValueError(
+                f"batch_size counts chunks, two per author, and a batch needs two authors: "
+                f"it must be even and at least 4, got {batch_size}"
+            )
         self.pool = pool
         self.batch_size = batch_size
+        self.authors_per_batch = batch_size // 2
         self.eligible = eligible_authors(pool)
         if len(self.eligible) < 2:
             raise ValueError(
@@ -50,7 +58,7 @@ class AuthorBatchSampler:
         self._queue: list[int] = []
 
     def _next_authors(self) -> list[int]:
-        k = min(self.batch_size, len(self.eligible))
+        k = min(self.authors_per_batch, len(self.eligible))
         chosen, self._queue = self._queue[:k], self._queue[k:]
         if len(chosen) < k:
             taken = set(chosen)

@@ -24,8 +24,10 @@ def coerce(part: object, field: str, kind: type) -> None:
 
 @dataclass(frozen=True)
 class Training:
-    """How each head is trained: Adam's learning rate, passes, authors per batch (paper: 0.002, 5, 32).
+    """How each head is trained: Adam's learning rate, passes, chunks per batch (paper: 0.002, 5, 32).
 
+    batch_size: chunks per batch, as the paper counts them: two chunks (from two different texts)
+        of each of batch_size / 2 distinct authors, so the paper's 32 is 16 authors x 2. Even, >= 4.
     steps_per_epoch: batches per epoch; None draws as many chunks per epoch as the pool holds.
     """
 
@@ -39,9 +41,11 @@ class Training:
         coerce(self, "epochs", int)
         coerce(self, "batch_size", int)
         coerce(self, "lr", float)
-        for label, least in (("epochs", 1), ("batch_size", 2)):
+        for label, least in (("epochs", 1), ("batch_size", 4)):
             if getattr(self, label) < least:
                 raise ValueError(f"{label} must be at least {least}, got {getattr(self, label)!r}")
+        if self.batch_size % 2:
+            raise ValueError(f"batch_size counts chunks, two per author: it must be even, got {self.batch_size!r}")
         if self.steps_per_epoch is not None:
             coerce(self, "steps_per_epoch", int)
             if self.steps_per_epoch < 1:
@@ -50,10 +54,10 @@ class Training:
     def steps(self, chunks: int, authors: int) -> int:
         """Batches per epoch for a pool of `chunks` chunks by `authors` eligible authors.
 
-        A batch holds two chunks of each of its min(batch_size, authors) authors.
+        A batch holds two chunks of each of its min(batch_size / 2, authors) authors.
         """
-        per_batch = min(self.batch_size, authors)
-        return self.steps_per_epoch or max(1, math.ceil(chunks / (2 * per_batch)))
+        per_batch = 2 * min(self.batch_size // 2, authors)
+        return self.steps_per_epoch or max(1, math.ceil(chunks / per_batch))
 
 
 @dataclass(frozen=True)

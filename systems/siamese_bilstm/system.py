@@ -1,9 +1,10 @@
 """`siamese_bilstm`: the BERT-BiLSTM Siamese ensemble of Petropoulos (PAN 2023 notebook).
 
 A frozen encoder gives each text chunk the sequence of its per-layer [CLS] vectors (layers 2..L);
-a Bi-LSTM head, trained with a modified contrastive loss on batches of distinct authors, turns it
-into an embedding. A text's embedding is the mean of its chunks' embeddings; a problem's score is
-the cosine similarity of its known and unknown sides. There is one head per group of discourse
+a Bi-LSTM head, trained with a modified contrastive loss on batches of distinct authors (the paper's
+batch of 32 chunks: 16 authors x 2 chunks from two different texts), turns it into an embedding.
+A text's embedding is the mean of its chunks' embeddings; a problem's score is the cosine
+similarity of its known and unknown sides. There is one head per group of discourse
 types and a general head; a problem goes to its group's head, or to the ensemble of all heads when
 its types span groups. Each head, and the ensemble, has an abstain band fitted on open-set
 validation problems (authors disjoint from training).
@@ -65,6 +66,9 @@ LEGACY_RENAMES = {
     "objective": "calibration.objective",
     "grid_step": "calibration.grid_step",
 }
+# Checkpoints record in their state what training.batch_size counts; those without this entry were
+# written when it counted authors (two chunks each), before it counted chunks as the paper does.
+BATCH_UNIT = "chunks"
 
 
 class SiameseBiLSTM:
@@ -75,7 +79,7 @@ class SiameseBiLSTM:
             max_tokens, stride, max_chunks_per_text).
         head: the Bi-LSTM head (`BiLSTMHeadConfig`: hidden_size).
         loss: the loss of a batch (`ModifiedContrastive`: positive_margin, negative_margin).
-        training: the schedule of each head (`Training`: epochs, batch_size, lr, steps_per_epoch).
+        training: the schedule of each head (`Training`: epochs, batch_size in chunks, lr, steps_per_epoch).
         calibration: the abstain bands (`Calibration`: validation_share, objective, grid_step).
     Settings (JSON values):
         groups: {name: [discourse types]}, one head each; None is the paper's written/oral groups;
@@ -231,6 +235,7 @@ class SiameseBiLSTM:
             "groups": {k: list(v) for k, v in self._groups.items()},
             "heads": list(self._heads),
             "bands": {name: [band.p1, band.p2] for name, band in self._bands.items()},
+            "batch_size_counts": BATCH_UNIT,
             "info": self._info,
         }
         save_checkpoint(Path(directory), system=self.name, params=self.params(), state=state, arrays=arrays)
@@ -241,6 +246,10 @@ class SiameseBiLSTM:
         params, state, arrays = load_checkpoint(Path(directory), system=cls.name)
         if not isinstance(params.get("encoder"), Mapping):  # the flat format: encoder was a name or None
             params = rename_legacy(params, LEGACY_RENAMES)
+        if state.get("batch_size_counts") != BATCH_UNIT:
+            # Written when batch_size counted authors per batch (two chunks each): an old batch_size B
+            # is 2B chunks today, so the reloaded configuration means what it meant when it was trained.
+            params = _authors_to_chunks(params)
         if params.get("device", "auto").startswith("cuda") and not torch.cuda.is_available():
             logger.warning(
                 "%s: checkpoint trained on %s; no GPU here, predicting on the CPU", cls.name, params["device"]
@@ -304,7 +313,7 @@ class SiameseBiLSTM:
         torch.manual_seed(seed)
         head = self.head.build(matrix.shape[-1]).to(device)
         optimiser = torch.optim.Adam(head.parameters(), lr=self.training.lr)
-        sampler = AuthorBatchSampler(pool, self.training.batch_size, seed=seed)
+        sampler = AuthorBatchSampler(pool, self.training.batch_size, seed=seed)  # batch_size counts chunks
         chunks = sum(len(text) for author in sampler.eligible for text in pool[author])
         steps = self.training.steps(chunks, len(sampler.eligible))
         amp = self.mixed_precision and device.startswith("cuda")
@@ -410,6 +419,17 @@ class SiameseBiLSTM:
             fit(name, raw[name])
         fit(ENSEMBLE, self._ensemble_raw(raw))
         return report
+
+
+def _authors_to_chunks(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters with an authors-per-batch `training.batch_size` B (dotted or in the part) made 2B chunks."""
+    params = dict(params)
+    if isinstance(params.get("training.batch_size"), int | float):
+        params["training.batch_size"] = 2 * int(params["training.batch_size"])
+    training = params.get("training")
+    if isinstance(training, Mapping) and isinstance(training.get("batch_size"), int | float):
+        params["training"] = {**training, "batch_size": 2 * int(training["batch_size"])}
+    return params
 
 
 def _stack(features: Sequence[np.ndarray], layers: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
