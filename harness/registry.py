@@ -114,6 +114,10 @@ SYSTEMS: dict[str, Entry] = {
         "systems.baselines.forum_tfidf:RedditTfidf",
         "reddit baseline: word TF-IDF of a sample's concatenated text, cosine",
     ),
+    "stacked": Entry(
+        "systems.stacked:StackedEnsemble",
+        "after PAN14's meta-classifier: logistic regression over members' out-of-fold answers (--param members=a,b)",
+    ),
     "char_lm": Entry(
         "systems.char_lm.system:CharLM",
         "Bagnall 2015: shared character GRU, one softmax head per author, relative cross-entropy (preset=paper)",
