@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import tarfile
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from helpers.pan_corpora import pan15_text_disjoint_halves, run_and_predict
 
-from harness.cli import main
 from harness.errors import HarnessError
-from harness.metrics.verification import auc
 from harness.records import VerificationData, VerificationProblem, VerificationTruth
 from systems.pair_features import FEATURES, PairFeatures, TreeArrays, cosine, minmax, pair_features
-from toolkit.splits import grouped_split, problem_groups, shared_texts
-
-PAN15 = "pan15-authorship-verification-training-dataset-english-2015-04-19"
 
 
 def test_similarities_against_hand_computations() -> None:
@@ -122,16 +115,6 @@ def test_fit_predict_save_load_and_bad_input(tmp_path: Path) -> None:
         PairFeatures(trees=0)
 
 
-def _write_subset(source: Path, target: Path, ids: list[str]) -> None:
-    """A corpus folder holding only the problems `ids` of `source`, with their truth lines."""
-    target.mkdir(parents=True)
-    for problem_id in ids:
-        shutil.copytree(source / problem_id, target / problem_id)
-    lines = (source / "truth.txt").read_text(encoding="utf-8-sig").split()
-    truth = dict(zip(lines[::2], lines[1::2], strict=True))
-    (target / "truth.txt").write_text("".join(f"{i} {truth[i]}\n" for i in ids), encoding="utf-8")
-
-
 def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_reloads_it(tmp_path: Path) -> None:
     """PAN15 English training problems split 50/50 into text-disjoint halves (`grouped_split`, seed 0).
 
@@ -139,38 +122,5 @@ def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_relo
     on the other 50. The bar, 0.60, is about 1.2 standard deviations of a random scorer's AUC on such a half
     (sd ~0.084) above chance: a floor that catches a broken pipeline, not a claim of quality.
     """
-    from conftest import SHARED_DATA
-
-    from tasks.pan.folders import read_classic_corpus
-
-    archive_path = SHARED_DATA / "pan13-15-av-en.tar.gz"
-    if not archive_path.is_file():
-        pytest.skip(f"{archive_path.name} not found in {SHARED_DATA} (set HARNESS_SHARED_DATA)")
-    with tarfile.open(archive_path) as archive:
-        members = [m for m in archive.getmembers() if f"/{PAN15}/" in f"/{m.name}/"]
-        archive.extractall(tmp_path / "raw", members=members, filter="data")
-    corpus = next((tmp_path / "raw").rglob(PAN15))
-    problems = read_classic_corpus(corpus)[0]
-    train, test = grouped_split(problem_groups(problems), 0.5, seed=0)
-    assert shared_texts([problems[i] for i in train], [problems[i] for i in test]) == 0
-    data = tmp_path / "data"
-    _write_subset(corpus, data / "train", [problems[i].id for i in train])
-    _write_subset(corpus, data / "test", [problems[i].id for i in test])
-
-    runner = CliRunner()
-    args = ["run", "--system", "pair_features", "--task", "pan-classic", "--data", str(data)]
-    result = runner.invoke(main, [*args, "--out", str(tmp_path / "runs")], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    run_dir = tmp_path / "runs" / "pan-classic" / "pair_features" / "seed-0"
-    scores = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["scores"]
-    answers = [json.loads(line) for line in (run_dir / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
-    truth = dict(line.split() for line in (data / "test" / "truth.txt").read_text(encoding="utf-8").splitlines())
-    labels = np.array([truth[a["id"]] == "Y" for a in answers])
-    assert auc(labels, np.array([a["value"] for a in answers])) == pytest.approx(scores["auc"])
+    scores = run_and_predict("pair_features", pan15_text_disjoint_halves(tmp_path), tmp_path)
     assert scores["auc"] > 0.60
-
-    args = ["predict", "--system", "pair_features", "--task", "pan-classic", "--input", str(data / "test")]
-    args += ["--output", str(tmp_path / "tira"), "--checkpoint", str(run_dir / "checkpoint")]
-    result = runner.invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "tira" / "answers.jsonl").read_bytes() == (run_dir / "answers.jsonl").read_bytes()

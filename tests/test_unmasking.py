@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from helpers.pan_corpora import extract_corpora, run_and_predict, write_subset
 
-from harness.cli import main
 from harness.errors import HarnessError
-from harness.metrics.verification import auc
 from harness.records import VerificationData, VerificationProblem, VerificationTruth
 from systems.unmasking import Unmasking, chunk_count, curve_features, split_chunks, words
 from toolkit.splits import text_key
@@ -102,28 +98,6 @@ def test_fit_needs_both_classes() -> None:
         Unmasking().fit(VerificationData(problems, truth, Path("mem"), "0"), seed=0)
 
 
-def _extract(folder: Path, corpora: tuple[str, ...]) -> dict[str, Path]:
-    from conftest import SHARED_DATA
-
-    archive_path = SHARED_DATA / "pan13-15-av-en.tar.gz"
-    if not archive_path.is_file():
-        pytest.skip(f"{archive_path.name} not found in {SHARED_DATA} (set HARNESS_SHARED_DATA)")
-    with tarfile.open(archive_path) as archive:
-        members = [m for m in archive.getmembers() if any(f"/{c}/" in f"/{m.name}/" for c in corpora)]
-        archive.extractall(folder, members=members, filter="data")
-    return {c: next(folder.rglob(c)) for c in corpora}
-
-
-def _subset(source: Path, target: Path, ids: list[str]) -> None:
-    """A corpus folder holding only the problems `ids` of `source`, with their truth lines."""
-    target.mkdir(parents=True)
-    for problem_id in ids:
-        shutil.copytree(source / problem_id, target / problem_id)
-    lines = (source / "truth.txt").read_text(encoding="utf-8-sig").split()
-    truth = dict(zip(lines[::2], lines[1::2], strict=True))
-    (target / "truth.txt").write_text("".join(f"{i} {truth[i]}\n" for i in ids), encoding="utf-8")
-
-
 def test_beats_chance_on_real_pan14_novels_and_harness_predict_reloads_it(tmp_path: Path) -> None:
     """Trained on the 100 PAN14 English novels training problems, tested on 60 test problems sharing no text with them.
 
@@ -133,39 +107,13 @@ def test_beats_chance_on_real_pan14_novels_and_harness_predict_reloads_it(tmp_pa
     """
     from tasks.pan.folders import read_classic_corpus
 
-    corpora = _extract(tmp_path / "raw", (NOVELS_TRAIN, NOVELS_TEST))
+    corpora = extract_corpora(tmp_path / "raw", (NOVELS_TRAIN, NOVELS_TEST))
     train_keys = {text_key(t) for p in read_classic_corpus(corpora[NOVELS_TRAIN])[0] for t in p.texts}
     test_problems = read_classic_corpus(corpora[NOVELS_TEST])[0]
     unseen = [p.id for p in test_problems if not any(text_key(t) in train_keys for t in p.texts)][:60]
     data = tmp_path / "data"
     shutil.copytree(corpora[NOVELS_TRAIN], data / "train")
-    _subset(corpora[NOVELS_TEST], data / "test", unseen)
+    write_subset(corpora[NOVELS_TEST], data / "test", unseen)
 
-    runner = CliRunner()
-    args = [
-        "run",
-        "--system",
-        "unmasking",
-        "--task",
-        "pan-classic",
-        "--data",
-        str(data),
-        "--out",
-        str(tmp_path / "runs"),
-    ]
-    result = runner.invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    run_dir = tmp_path / "runs" / "pan-classic" / "unmasking" / "seed-0"
-    scores = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["scores"]
-    answers = [json.loads(line) for line in (run_dir / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
-    truth = dict(line.split() for line in (data / "test" / "truth.txt").read_text(encoding="utf-8").splitlines())
-    values = np.array([a["value"] for a in answers])
-    labels = np.array([truth[a["id"]] == "Y" for a in answers])
-    assert auc(labels, values) == pytest.approx(scores["auc"])
+    scores = run_and_predict("unmasking", data, tmp_path)
     assert scores["auc"] > 0.60
-
-    args = ["predict", "--system", "unmasking", "--task", "pan-classic", "--input", str(data / "test")]
-    args += ["--output", str(tmp_path / "tira"), "--checkpoint", str(run_dir / "checkpoint")]
-    result = runner.invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "tira" / "answers.jsonl").read_bytes() == (run_dir / "answers.jsonl").read_bytes()
