@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.pan_corpora import pan15_text_disjoint_halves, run_and_predict
 
 from harness.errors import HarnessError
 from harness.params import build
@@ -146,3 +147,10 @@ def test_checkpoint_reload_gives_the_same_answers(
         from systems.baselines.cngdist import CharNgramDistance
 
         CharNgramDistance.load(tmp_path / "checkpoint")
+
+
+def test_harness_predict_reloads_the_checkpoint_of_harness_run(tmp_path: Path) -> None:
+    """Through the CLI, offline: `harness predict` from the run's checkpoint writes the run's answers exactly."""
+    # run_and_predict asserts both commands succeed, the recorded AUC matches the answers file, and the
+    # answers of `harness predict` equal the run's byte for byte; the quality bar is the held-out test above
+    run_and_predict("char_lm", pan15_text_disjoint_halves(tmp_path), tmp_path, params=TINY)

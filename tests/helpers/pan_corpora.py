@@ -55,14 +55,16 @@ def pan15_text_disjoint_halves(tmp_path: Path) -> Path:
     return data
 
 
-def run_and_predict(system: str, data: Path, tmp_path: Path) -> dict[str, float]:
+def run_and_predict(system: str, data: Path, tmp_path: Path, params: dict | None = None) -> dict[str, float]:
     """`harness run` on DIR/train -> DIR/test, then `harness predict` from its checkpoint, which must give the
     same answers file byte for byte; returns the run's scores (their AUC checked against the answers)."""
     runner = CliRunner()
     args = ["run", "--system", system, "--task", "pan-classic", "--data", str(data), "--out", str(tmp_path / "runs")]
+    for key, value in (params or {}).items():
+        args += ["--param", f"{key}={json.dumps(value)}"]
     result = runner.invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    run_dir = tmp_path / "runs" / "pan-classic" / system / "seed-0"
+    (run_dir,) = (tmp_path / "runs" / "pan-classic").glob(f"{system}*/seed-0")  # system@<params hash> with params
     scores = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["scores"]
     answers = [json.loads(line) for line in (run_dir / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
     truth = dict(line.split() for line in (data / "test" / "truth.txt").read_text(encoding="utf-8").splitlines())
