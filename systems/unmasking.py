@@ -62,6 +62,7 @@ from toolkit.calibration import (
     training_labels,
 )
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.logistic import StandardisedLogistic, fit_standardised_logistic
 
 _WORD = re.compile(r"\w+")
 
@@ -245,11 +246,15 @@ class Unmasking:
         x = self.curves(train.problems, seed=seed)
 
         def fit_and_score(fit_on: np.ndarray, score: np.ndarray) -> np.ndarray:
-            return _probabilities(x[score], *_fit_logistic(x[fit_on], labels[fit_on], seed=seed))
+            return fit_standardised_logistic(x[fit_on], labels[fit_on], seed=seed, max_iter=1000).probabilities(
+                x[score]
+            )
 
         oof, info = cross_fitted_scores(train.problems, fit_and_score, k=self.calibration_folds, seed=seed)
         self._band = fit_abstain_band(oof, labels, step=self.grid_step, objective=self.objective)
-        self._mean, self._scale, self._coef, self._intercept = _fit_logistic(x, labels, seed=seed)
+        self._mean, self._scale, self._coef, self._intercept = fit_standardised_logistic(
+            x, labels, seed=seed, max_iter=1000
+        )
         self._seed = seed
         self._calibration_info = info
 
@@ -258,7 +263,7 @@ class Unmasking:
         self._check_fitted()
         assert self._seed is not None
         x = self.curves(problems, seed=self._seed)
-        return _probabilities(x, self._mean, self._scale, self._coef, self._intercept)
+        return StandardisedLogistic(self._mean, self._scale, self._coef, self._intercept).probabilities(x)
 
     def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
         """Calibrated probabilities: below the band "different", inside it 0.5, above it "same"."""
@@ -311,27 +316,3 @@ class Unmasking:
     def _check_fitted(self) -> None:
         if self._coef is None or self._band is None or self._seed is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
-
-
-def _fit_logistic(x: np.ndarray, labels: np.ndarray, *, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """(mean, scale, coef, intercept) of a logistic regression (C = 1) on standardised features.
-
-    A fold whose training part holds one class only gets a constant model at that class's rate.
-    """
-    from sklearn.linear_model import LogisticRegression
-
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    if labels.all() or not labels.any():
-        rate = float(np.clip(labels.mean(), 1e-6, 1 - 1e-6))
-        return mean, scale, np.zeros(x.shape[1]), float(np.log(rate / (1 - rate)))
-    model = LogisticRegression(random_state=seed, max_iter=1000).fit((x - mean) / scale, labels)
-    return mean, scale, np.asarray(model.coef_[0], dtype=np.float64), float(model.intercept_[0])
-
-
-def _probabilities(x: np.ndarray, mean: Any, scale: Any, coef: Any, intercept: Any) -> np.ndarray:
-    # computed here rather than by scikit-learn, so a loaded checkpoint gives the same bits
-    from scipy.special import expit
-
-    return expit(((x - mean) / scale) @ coef + intercept)

@@ -30,6 +30,7 @@ from toolkit.calibration import (
     training_labels,
 )
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.logistic import StandardisedLogistic, fit_standardised_logistic
 
 CALIBRATIONS = ("band", "radius", "none")
 FEATURES = ("mean_cross_entropy", "abs_diff_cross_entropy")
@@ -155,15 +156,15 @@ class CompressorBaseline:
                         f"{train.source}: a calibration fold's training part holds one class only; "
                         "use fewer calibration_folds"
                     )
-                return _probabilities(
-                    x[held_out_indices], *_fit_regression(x[train_indices], labels[train_indices], seed)
+                return fit_standardised_logistic(x[train_indices], labels[train_indices], seed=seed).probabilities(
+                    x[held_out_indices]
                 )
 
             out_of_fold, self._calibration = cross_fitted_scores(
                 train.problems, fit_and_score, k=self.calibration_folds, seed=seed
             )
             self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, objective=self.objective)
-        self._mean, self._scale, self._coef, self._intercept = _fit_regression(x, labels, seed)
+        self._mean, self._scale, self._coef, self._intercept = fit_standardised_logistic(x, labels, seed=seed)
         self._seed = seed
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
@@ -230,26 +231,4 @@ class CompressorBaseline:
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
         assert self._mean is not None and self._scale is not None and self._coef is not None
         assert self._intercept is not None
-        return _probabilities(x, self._mean, self._scale, self._coef, self._intercept)
-
-
-def _fit_regression(x: np.ndarray, labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """(mean, scale, coef, intercept) of a logistic regression on standardised features."""
-    from sklearn.linear_model import LogisticRegression
-
-    # standardised features make the default regularisation (C = 1) independent of the units
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(random_state=seed)
-    model.fit((x - mean) / scale, labels)
-    return mean, scale, np.asarray(model.coef_[0], dtype=np.float64), float(model.intercept_[0])
-
-
-def _probabilities(
-    x: np.ndarray, mean: np.ndarray, scale: np.ndarray, coef: np.ndarray, intercept: float
-) -> np.ndarray:
-    # computed here rather than by scikit-learn, so a loaded checkpoint gives the same bits
-    from scipy.special import expit
-
-    return expit(((x - mean) / scale) @ coef + intercept)
+        return StandardisedLogistic(self._mean, self._scale, self._coef, self._intercept).probabilities(x)
