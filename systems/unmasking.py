@@ -146,10 +146,7 @@ class Unmasking:
         self.calibration_folds = calibration_folds
         self.grid_step = grid_step
         self.objective = objective
-        self._mean: np.ndarray | None = None
-        self._scale: np.ndarray | None = None
-        self._coef: np.ndarray | None = None
-        self._intercept: float | None = None
+        self._model: StandardisedLogistic | None = None
         self._band: AbstainBand | None = None
         self._seed: int | None = None
         self._calibration_info: dict[str, Any] | None = None
@@ -252,9 +249,7 @@ class Unmasking:
 
         oof, info = cross_fitted_scores(train.problems, fit_and_score, k=self.calibration_folds, seed=seed)
         self._band = fit_abstain_band(oof, labels, step=self.grid_step, objective=self.objective)
-        self._mean, self._scale, self._coef, self._intercept = fit_standardised_logistic(
-            x, labels, seed=seed, max_iter=1000
-        )
+        self._model = fit_standardised_logistic(x, labels, seed=seed, max_iter=1000)
         self._seed = seed
         self._calibration_info = info
 
@@ -262,8 +257,9 @@ class Unmasking:
         """Probability of "same author" from the curve classifier, before the abstain band."""
         self._check_fitted()
         assert self._seed is not None
+        assert self._model is not None
         x = self.curves(problems, seed=self._seed)
-        return StandardisedLogistic(self._mean, self._scale, self._coef, self._intercept).probabilities(x)
+        return self._model.probabilities(x)
 
     def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
         """Calibrated probabilities: below the band "different", inside it 0.5, above it "same"."""
@@ -284,12 +280,8 @@ class Unmasking:
         self._check_fitted()
         band = self.band
         state = {"band": [band.p1, band.p2], "seed": self._seed, "calibration": self._calibration_info}
-        arrays = {
-            "mean": self._mean,
-            "scale": self._scale,
-            "coef": self._coef,
-            "intercept": np.array([self._intercept], dtype=np.float64),
-        }
+        assert self._model is not None
+        arrays = self._model.arrays()
         save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
@@ -300,19 +292,18 @@ class Unmasking:
             system = cls(**params)
             p1, p2 = state["band"]
             seed = int(state["seed"])
-            mean, scale, coef = (np.asarray(arrays[key], dtype=np.float64) for key in ("mean", "scale", "coef"))
-            intercept = float(np.asarray(arrays["intercept"]).reshape(-1)[0])
+            model = StandardisedLogistic.from_arrays(arrays)
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
         width = 5 * system.rounds - 6
-        if not mean.shape == scale.shape == coef.shape == (width,):
+        if not model.mean.shape == model.scale.shape == model.coef.shape == (width,):
             raise HarnessError(f"{directory}: weights must each have {width} values (rounds={system.rounds})")
-        system._mean, system._scale, system._coef, system._intercept = mean, scale, coef, intercept
+        system._model = model
         system._band = AbstainBand(float(p1), float(p2))
         system._seed = seed
         system._calibration_info = state.get("calibration")
         return system
 
     def _check_fitted(self) -> None:
-        if self._coef is None or self._band is None or self._seed is None:
+        if self._model is None or self._band is None or self._seed is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")

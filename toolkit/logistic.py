@@ -7,7 +7,8 @@ the same bits as the fitted model.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,6 +25,21 @@ class StandardisedLogistic(NamedTuple):
         from scipy.special import expit
 
         return expit(((x - self.mean) / self.scale) @ self.coef + self.intercept)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The model as named arrays, for a safetensors checkpoint."""
+        return {
+            "mean": self.mean,
+            "scale": self.scale,
+            "coef": self.coef,
+            "intercept": np.array([self.intercept], dtype=np.float64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any]) -> StandardisedLogistic:
+        """The model from `arrays()`; KeyError, ValueError or IndexError where they are missing or malformed."""
+        mean, scale, coef = (np.asarray(arrays[key], dtype=np.float64) for key in ("mean", "scale", "coef"))
+        return cls(mean, scale, coef, float(np.asarray(arrays["intercept"]).reshape(-1)[0]))
 
 
 def fit_standardised_logistic(

@@ -103,10 +103,7 @@ class CompressorBaseline:
         self.objective = objective
         self.calibration_folds = calibration_folds
         # the fitted model: feature standardisation, logistic regression weights, band
-        self._mean: np.ndarray | None = None
-        self._scale: np.ndarray | None = None
-        self._coef: np.ndarray | None = None
-        self._intercept: float | None = None
+        self._model: StandardisedLogistic | None = None
         self._band: AbstainBand | None = None
         self._seed: int | None = None
         self._calibration: dict[str, Any] | None = None
@@ -164,7 +161,7 @@ class CompressorBaseline:
                 train.problems, fit_and_score, k=self.calibration_folds, seed=seed
             )
             self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, objective=self.objective)
-        self._mean, self._scale, self._coef, self._intercept = fit_standardised_logistic(x, labels, seed=seed)
+        self._model = fit_standardised_logistic(x, labels, seed=seed)
         self._seed = seed
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
@@ -193,12 +190,8 @@ class CompressorBaseline:
             "seed": self._seed,
             "calibration": self._calibration,
         }
-        arrays = {
-            "mean": self._mean,
-            "scale": self._scale,
-            "coef": self._coef,
-            "intercept": np.array([self._intercept], dtype=np.float64),
-        }
+        assert self._model is not None
+        arrays = self._model.arrays()
         save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
@@ -210,25 +203,23 @@ class CompressorBaseline:
             if list(state["features"]) != list(FEATURES):
                 raise ValueError(f"features {state['features']} are not {list(FEATURES)}")
             band = state["band"]
-            mean, scale, coef = (np.asarray(arrays[key], dtype=np.float64) for key in ("mean", "scale", "coef"))
-            intercept = float(np.asarray(arrays["intercept"]).reshape(-1)[0])
+            model = StandardisedLogistic.from_arrays(arrays)
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        if not mean.shape == scale.shape == coef.shape == (len(FEATURES),):
+        if not model.mean.shape == model.scale.shape == model.coef.shape == (len(FEATURES),):
             raise HarnessError(f"{directory}: weights must each have {len(FEATURES)} values")
         if (band is None) != (system.calibration != "band"):
             raise HarnessError(f"{directory}: band {band!r} does not fit calibration {system.calibration!r}")
-        system._mean, system._scale, system._coef, system._intercept = mean, scale, coef, intercept
+        system._model = model
         system._band = None if band is None else AbstainBand(float(band[0]), float(band[1]))
         system._seed = state.get("seed")
         system._calibration = state.get("calibration")  # absent in checkpoints written before cross-fitting
         return system
 
     def _check_fitted(self) -> None:
-        if self._coef is None or self._mean is None or self._scale is None or self._intercept is None:
+        if self._model is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
 
     def _probabilities(self, x: np.ndarray) -> np.ndarray:
-        assert self._mean is not None and self._scale is not None and self._coef is not None
-        assert self._intercept is not None
-        return StandardisedLogistic(self._mean, self._scale, self._coef, self._intercept).probabilities(x)
+        assert self._model is not None
+        return self._model.probabilities(x)
