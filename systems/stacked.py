@@ -13,8 +13,8 @@ when this was written, so the learned combination and the settings below are our
 
 Fitting, so that nothing is fitted on scores of problems the scorer saw:
 1. The training problems are cut into `folds` folds (`toolkit.calibration.cross_fitted_folds`: text-disjoint
-   groups, author-disjoint where the truth names authors). For each fold, every member is built fresh with
-   its defaults, fitted on the other folds' problems only, and answers the fold's problems: the out-of-fold
+   groups, author-disjoint where the truth names authors). For each fold, every member is built fresh (with
+   its `member_params`), fitted on the other folds' problems only, and answers the fold's problems: the out-of-fold
    member answers are the meta-features.
 2. The meta-model is fitted on all out-of-fold meta-features.
 3. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on ITS out-of-fold scores: each fold's
@@ -33,13 +33,17 @@ halves (50 training problems, 9 text groups), the members' out-of-fold AUCs on t
 weights, and it scored AUC 0.34 on the other half, where each member alone scored 0.64-0.71. Band maximising
 AUC x c@1, PAN 2014's ranking score.
 
+Each member is built with its defaults unless `member_params` gives it its own: a mapping from member name to
+that member's parameters, e.g. `--param member_params.pair_features.trees=200` (nested or dotted, as
+`harness run --param` takes them for the member itself).
+
 The checkpoint holds each member's own checkpoint in `members/<name>/`, and the meta-model's coefficients
 (weights.safetensors) and band (config.json): no pickle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -112,6 +116,7 @@ class StackedEnsemble:
         self,
         *,
         members: Sequence[str] | str = DEFAULT_MEMBERS,
+        member_params: Mapping[str, Mapping[str, Any]] | None = None,
         folds: int = 5,
         meta_c: float = 1.0,
         non_negative: bool = True,
@@ -127,6 +132,10 @@ class StackedEnsemble:
             raise ValueError(f"members must not repeat a system, got {members!r}")
         if self.name in members:
             raise ValueError("a stacked ensemble cannot be its own member")
+        member_params = {name: dict(params) for name, params in (member_params or {}).items()}
+        strangers = sorted(set(member_params) - set(members))
+        if strangers:
+            raise ValueError(f"member_params names {', '.join(strangers)}, which are not members {list(members)}")
         if folds < 2:
             raise ValueError(f"folds must be at least 2, got {folds!r}")
         if not meta_c > 0:
@@ -134,6 +143,7 @@ class StackedEnsemble:
         band_grid(grid_step)
         objective_function(objective)
         self.members = members
+        self.member_params = member_params
         self.folds = folds
         self.meta_c = meta_c
         self.non_negative = non_negative
@@ -172,8 +182,7 @@ class StackedEnsemble:
         for fit_on, held_out in folds:
             part = _subset(train, fit_on)
             held = [problems[i] for i in held_out]
-            for j, cls in enumerate(classes):
-                member = cls()
+            for j, member in enumerate(self._new_members(classes)):
                 member.fit(part, seed=seed)
                 meta[held_out, j] = [a.value for a in member.predict(held)]
         if np.isnan(meta).any():
@@ -187,11 +196,9 @@ class StackedEnsemble:
         band = fit_abstain_band(meta_oof, labels, step=self.grid_step, objective=self.objective)
         coef, intercept = self._fit_meta(meta, labels, seed)
 
-        systems = []
-        for cls in classes:
-            member = cls()
+        systems = self._new_members(classes)
+        for member in systems:
             member.fit(train, seed=seed)
-            systems.append(member)
 
         select = objective_function("auc_x_c_at_1")
         self._systems = systems
@@ -201,6 +208,15 @@ class StackedEnsemble:
             "member_oof_auc_x_c_at_1": {n: select(labels, meta[:, j]) for j, n in enumerate(self.members)},
             "meta_oof_auc_x_c_at_1": select(labels, band.apply(meta_oof)),
         }
+
+    def _new_members(self, classes: Sequence[Any]) -> list[Any]:
+        """Fresh, unfitted members, each built with its `member_params` (defaults for the rest)."""
+        from harness.params import build
+
+        return [
+            build(cls, self.member_params.get(name, {}), label=f"{self.name} member {name}")
+            for name, cls in zip(self.members, classes, strict=True)
+        ]
 
     def _fit_meta(self, x: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, float]:
         if y.all() or not y.any():  # a fold with one class: a constant answer at that class

@@ -146,6 +146,26 @@ def test_parameters_and_errors(tmp_path: Path) -> None:
         StackedEnsemble.load(tmp_path / "c")
 
 
+def test_each_member_is_built_with_its_own_parameters(tmp_path: Path) -> None:
+    """`--param member_params.pair_features.trees=3` reaches every pair_features the ensemble builds."""
+    system = StackedEnsemble(members=("length_ratio", "pair_features"), member_params={"pair_features": {"trees": 3}})
+    assert system.params()["member_params"] == {"pair_features": {"trees": 3}}
+    system.fit(_toy_data(), seed=0)
+    assert system._systems is not None
+    assert [type(m).name for m in system._systems] == ["length_ratio", "pair_features"]
+    assert system._systems[1].trees == 3
+    system.save(tmp_path / "c")
+    loaded = StackedEnsemble.load(tmp_path / "c")
+    assert loaded._systems is not None and loaded._systems[1].trees == 3
+    assert loaded.predict(_toy_data().problems) == system.predict(_toy_data().problems)
+
+    with pytest.raises(ValueError, match="not members"):
+        StackedEnsemble(members=("length_ratio",), member_params={"pair_features": {"trees": 3}})
+    bad = StackedEnsemble(members=("pair_features",), member_params={"pair_features": {"tres": 3}})
+    with pytest.raises(HarnessError, match="member pair_features has no parameter"):
+        bad.fit(_toy_data(), seed=0)
+
+
 def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_reloads_it(tmp_path: Path) -> None:
     """PAN15 English training problems split 50/50 into text-disjoint halves (`grouped_split`, seed 0).
 
