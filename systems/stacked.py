@@ -22,9 +22,9 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
 4. Every member is refitted on all training problems; these answer at prediction time.
 
 Defaults (ours; see above): `members` = cngdist, compressor, pair_features, the fast ones among this harness's
-verifiers (each under a minute for one fit + predict on PAN14 essays). `impostors` is left out because one
-fit + predict of it on PAN14 essays took about 940 s on the 2-core development VM, and stacking fits every
-member `folds` + 1 times. Logistic regression with
+verifiers (each under a minute for one fit + predict on PAN14 essays). `impostors` is left out: one fit + predict
+of it on PAN14 essays took 136-151 s on the loaded 2-core development VM (2026-11-23), stacking fits every member
+`folds` + 1 times (about 14 minutes for it alone), and it scored below pair_features there. Logistic regression with
 scikit-learn's L2 objective (C = 1) with its member weights held non-negative (`non_negative`, as in Breiman's
 "Stacked regressions", 1996): every member answers higher for "same author", so a negative weight only fits
 noise in the out-of-fold answers. Added after a run that showed it: on PAN15 English split into text-disjoint
@@ -33,9 +33,11 @@ halves (50 training problems, 9 text groups), the members' out-of-fold AUCs on t
 weights, and it scored AUC 0.34 on the other half, where each member alone scored 0.64-0.71. Band maximising
 AUC x c@1, PAN 2014's ranking score.
 
-Each member is built with its defaults unless `member_params` gives it its own: a mapping from member name to
-that member's parameters, e.g. `--param member_params.pair_features.trees=200` (nested or dotted, as
-`harness run --param` takes them for the member itself).
+Each member is built with its own defaults unless `member_params` gives it parameters: a mapping from member
+name to that member's parameters, e.g. `--param member_params.compressor.grid_step=0.02` (nested or dotted, as
+`harness run --param` takes them for the member itself). Its default gives `pair_features` 200 trees (its
+random-forest variant, which its docstring shows was preferred on training data alone); a `member_params`
+given replaces that default whole (`--param member_params={}`: every member with its own defaults).
 
 The checkpoint holds each member's own checkpoint in `members/<name>/`, and the meta-model's coefficients
 (weights.safetensors) and band (config.json): no pickle.
@@ -63,6 +65,8 @@ from toolkit.calibration import (
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
 
 DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features")
+# pair_features as its forest: chosen over the single tree on out-of-fold AUC of training problems only
+DEFAULT_MEMBER_PARAMS: dict[str, dict[str, Any]] = {"pair_features": {"trees": 200}}
 MEMBERS_FOLDER = "members"
 
 
@@ -132,7 +136,9 @@ class StackedEnsemble:
             raise ValueError(f"members must not repeat a system, got {members!r}")
         if self.name in members:
             raise ValueError("a stacked ensemble cannot be its own member")
-        member_params = {name: dict(params) for name, params in (member_params or {}).items()}
+        if member_params is None:  # the defaults of the members there are
+            member_params = {name: params for name, params in DEFAULT_MEMBER_PARAMS.items() if name in members}
+        member_params = {name: dict(params) for name, params in member_params.items()}
         strangers = sorted(set(member_params) - set(members))
         if strangers:
             raise ValueError(f"member_params names {', '.join(strangers)}, which are not members {list(members)}")

@@ -138,7 +138,8 @@ def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_relo
     """PAN15 English training problems split 50/50 into text-disjoint halves (`grouped_split`, seed 0).
 
     Observed (seed 0): AUC 0.64 (c@1 0.58) on the test half (50 problems, 30 same-author), trained on the other
-    50; 0.71 (c@1 0.62) before the text-distortion and habit features (a single tree moves a lot on 50 problems). The bar, 0.60, is about 1.2 standard deviations of a random scorer's AUC on such a half
+    50; 0.71 (c@1 0.62) before the text-distortion and habit features (a single tree moves a lot on 50
+    problems). The bar, 0.60, is about 1.2 standard deviations of a random scorer's AUC on such a half
     (sd ~0.084) above chance: a floor that catches a broken pipeline, not a claim of quality.
     """
     scores = run_and_predict("pair_features", pan15_text_disjoint_halves(tmp_path), tmp_path)

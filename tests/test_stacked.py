@@ -128,6 +128,10 @@ def test_non_negative_meta_model_matches_sklearn_where_unconstrained_weights_are
 
 def test_parameters_and_errors(tmp_path: Path) -> None:
     assert StackedEnsemble(members="cngdist, compressor").members == ("cngdist", "compressor")
+    # the default forest for pair_features where it is a member, nothing otherwise
+    assert StackedEnsemble().member_params == {"pair_features": {"trees": 200}}
+    assert StackedEnsemble(members=("cngdist",)).member_params == {}
+    assert StackedEnsemble(member_params={}).member_params == {}
     with pytest.raises(ValueError, match="repeat"):
         StackedEnsemble(members=("cngdist", "cngdist"))
     with pytest.raises(ValueError, match="its own member"):
