@@ -1,4 +1,7 @@
-"""Scoring: hand-made embeddings whose ranks are known, within markets and for migrants."""
+"""Scoring: hand-made embeddings whose ranks are known, within markets and for migrants.
+
+These episodes have no posts, hence no threads: both protocols rank them alike (the protocols
+themselves: test_darkweb_protocol)."""
 
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ def test_within_market_ranks_are_as_worked_out_by_hand():
 
 
 def test_migrant_linking_ranks_the_other_market():
-    evaluation = evaluate_embeddings(EMB, EPISODES, heldout=lambda person: person != "alice")
+    evaluation = evaluate_embeddings(EMB, EPISODES, heldout=lambda person, source, target: person != "alice")
     # alice is in m and n: m -> n queries e0, e1 rank n's e5, e6, e7; e0 (0): e5 (5) first -> 1;
     # e1 (50): e5 at 45, e6 at 50 -> 1. n -> m: e5 (5): e0 at 5, e2 at 5 (tie, bob) -> pessimistic 2
     assert ranks(evaluation, "migrant m->n") == {"e0": 1, "e1": 1}
@@ -107,6 +110,7 @@ class FixedSystem:
 def test_the_system_declares_the_metric_not_the_task():
     class Split:
         episodes = EPISODES
+        cross_accounts = frozenset()
 
     # scaling rows changes Euclidean ranks but not cosine ranks
     scaled = EMB * np.array([1.0, 3.0, 1.0, 0.5, 2.0, 1.0, 1.0, 4.0])[:, None]

@@ -29,7 +29,7 @@ ROWS = {
             ("new prices", "2013-09-02 08:00:00", "Drugs", "vendorA", "t3"),
             ("scam!", "2013-09-03 08:00:00", "Drugs", "buyerB", "t3"),
             ("really", "2013-09-04 08:00:00", "Drugs", "buyerB", "t3"),
-            ("back again", "2013-09-05 08:00:00", "Drugs", "vendorA", "t3"),
+            ("back again", "2013-09-05 08:00:00", "Drugs", "vendorA", "t4"),  # vendorA's 2nd episode: t4 only
             ("order placed", "2013-09-06 08:00:00", "Drugs", "vendorA", "t4"),
         ],
     },
@@ -127,7 +127,11 @@ def test_migrant_linking_uses_the_matched_persons(tmp_path: Path):
             names = sorted({e.person for e in episodes})
             return np.eye(len(names))[[names.index(e.person) for e in episodes]]
 
+    # the thread_id column gives the episode posts their threads (the default protocol needs them)
+    threads = [[p.thread_id for p in e.posts] for e in test.episodes if e.author == "vendorA"]
+    assert threads == [["t3", "t3"], ["t4", "t4"]]
     scores = task.evaluate(ByPerson(), test).scores
+    assert scores["mrr"] == 1.0 and scores["same_thread_candidates_removed"] == 0
     assert scores["migrant/agora->bmr/mrr"] == 1.0 and scores["migrant/agora->bmr/persons"] == 1.0
     assert scores["migrant/queries"] == 1.0 + 2.0  # A_vendor's one agora episode; vendorA's two bmr episodes
 

@@ -28,6 +28,7 @@ REDDIT_PARAMS = {  # small ranking and linking sets, as in test_reddit_cli
     "linking_min_query_posts": 8,
     "linking_target_sizes": (1, 2, 4, 8),
     "linking_target_size": 4,
+    "linking_min_subreddit_queries": 5,  # the slice's largest subreddit has 9 distinguished authors
 }
 
 

@@ -56,7 +56,19 @@ def test_harness_run_varlen_linker_on_reddit(real_slice: Path, tmp_path: Path):
     assert outcome.exit_code == 0, outcome.output
     [result_path] = tmp_path.glob("reddit@*/varlen_linker@*/seed-0/result.json")
     result = json.loads(result_path.read_text(encoding="utf-8"))
-    assert set(result["scores"]) == {"mrr", "recall_at_4", "recall_at_8", "eer", "min_dcf"}
+    assert result["task"]["params"]["protocol"] == "leak-free"
+    averaged = result["task"]["measure_settings"]["linking_averaged_subreddits"]
+    per_subreddit = {f"{measure}@{name}" for name in averaged for measure in ("eer", "min_dcf")}
+    assert averaged and set(result["scores"]) == {
+        "mrr",
+        "recall_at_4",
+        "recall_at_8",
+        "eer",
+        "min_dcf",
+        "eer_pooled",
+        "min_dcf_pooled",
+        *per_subreddit,
+    }
     assert result["main_score"]["name"] == "eer" and 0.0 <= result["main_score"]["value"] <= 1.0
     assert result["system"]["params"]["loss"] == {"name": "topk", "top_k": 2, "margin": 0.25}
     assert result["system"]["params"]["encoder"]["token_dim"] == 16
@@ -69,7 +81,10 @@ def test_harness_run_varlen_linker_on_reddit(real_slice: Path, tmp_path: Path):
     details = [json.loads(line) for line in (result_path.parent / "details.jsonl").read_text().splitlines()]
     ranking_rows = [d for d in details if d["evaluation"] == "ranking"]
     assert len(ranking_rows) == settings["counts"]["ranking"]["authors"]
-    assert len(details) - len(ranking_rows) == 4 * settings["counts"]["linking"]["queries"]
+    linking_queries = settings["counts"]["linking"]["queries"] + sum(
+        settings["counts"]["linking_by_subreddit"]["subreddits"][name]["queries"] for name in averaged
+    )
+    assert len(details) - len(ranking_rows) == 4 * linking_queries
 
     written = plot_linking_curves(find_runs([result_path]), tmp_path / "plots")
     names = {p.name for p in written}

@@ -25,6 +25,7 @@ SMALL = {
     "linking_min_query_posts": 4,
     "linking_target_sizes": [1, 2, 4],
     "linking_target_size": 2,
+    "linking_min_subreddit_queries": 3,  # the fixture's subreddits hold 3-5 distinguished authors
 }
 
 
@@ -233,6 +234,19 @@ def test_real_posts_split_counts(forum_posts_file: Path):
     posts = task._posts_cache[2]  # the posts the task read, for the time check
     parts = split_by_author_and_time(posts, cutoff_quantile=0.5, test_author_share=0.5, seed=0)
     assert max(p.created for p in parts.train) < parts.cutoff <= min(p.created for p in parts.test)
-    assert test.counts["ranking"]["authors"] == 465
-    assert (test.counts["linking"]["queries"], test.counts["linking"]["target_accounts"]) == (147, 526)
+    # the leak-free default: 59 of the 465 authors with 32 test posts lack 16 clean target posts
+    assert test.counts["ranking"]["authors"] == 406
+    assert test.counts["ranking"]["authors_too_few_clean_target_posts"] == 59
+    assert (test.counts["linking"]["queries"], test.counts["linking"]["target_accounts"]) == (146, 526)
     assert set(test.linking.query_authors) <= set(test.linking.target_authors)
+    by_subreddit = test.counts["linking_by_subreddit"]
+    assert by_subreddit["averaged"] == ["College", "ApplyingToCollege"]  # GradSchool (5) is under the minimum of 10
+    assert sorted(by_subreddit["left_out"]) == ["AskAcademia", "CollegeRant", "GradSchool"]
+    queries = {name: c["queries"] for name, c in by_subreddit["subreddits"].items()}
+    assert queries == {"College": 20, "AskAcademia": 3, "ApplyingToCollege": 105, "GradSchool": 5, "CollegeRant": 1}
+    # the legacy protocol's sets, as in task version 1
+    legacy = RedditTask(protocol="legacy")
+    legacy._posts_cache = task._posts_cache  # the same file, read once
+    old = legacy.load(forum_posts_file, "test")
+    assert old.counts["ranking"]["authors"] == 465
+    assert (old.counts["linking"]["queries"], old.counts["linking"]["target_accounts"]) == (147, 526)

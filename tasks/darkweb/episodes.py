@@ -6,7 +6,7 @@
   enough for two episodes of 5).
 - Episodes: an author's posts of one market and split, oldest first, cut into consecutive runs of
   L posts; a last run shorter than L is dropped. Each post is the triple (pre-processed text, day
-  of week, sub-forum).
+  of week, sub-forum), with its thread id for the evaluator's thread-disjoint protocol.
 
 Everything here is deterministic: ties in time keep the file order.
 """
@@ -91,7 +91,7 @@ def build_episodes(
                     id=f"{market}/{split}/{author}/{number}",
                     author=author,
                     market=market,
-                    posts=tuple(EpisodePost(text_of(p), weekday(p.created), p.subforum) for p in run),
+                    posts=tuple(EpisodePost(text_of(p), weekday(p.created), p.subforum, p.thread_id) for p in run),
                     person=author,  # on one site, the same username is the same person
                     start=run[0].created,
                 )

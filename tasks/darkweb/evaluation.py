@@ -6,8 +6,32 @@
   queries of all markets (each query weighs the same).
 - Migrant linking: for each ordered pair of markets (A, B), each test episode in A by a person who
   also has test episodes in B ranks all of B's test episodes; a hit is an episode of B by the same
-  person. Scores per pair, pooled over pairs (`migrant/...`), and pooled over the persons that had
-  no CROSS label in training (`migrant_heldout/...`), the migrants a model could not have memorised.
+  person. Scores per pair, pooled over pairs (`migrant/...`), and pooled over the migrants that
+  training did not link (`migrant_heldout/...`, decided by the caller's `heldout`), the migrants a
+  model could not have memorised.
+
+Protocols (`protocol`, recorded in the evaluation's settings):
+- "thread-disjoint" (the default): a query's same-author candidates (same-person, for migrants) that
+  post in a thread the query posts in are removed from that query's candidates, neither ranked nor
+  counted as hits; candidates by others stay, same thread or not. Threads are keyed by (market,
+  thread id) and an episode posts in the threads of its posts; a post without a thread id ("")
+  shares no thread. Without the rule, 12,733 of the 22,131 queries of ../shared/data/forum-posts
+  (54-60% per market) have a same-author candidate in one of their threads, which rewards a
+  thread's topic rather than the author's style. Threads belong to one market (in that file no
+  thread id occurs in two markets), so for migrant linking (query and candidates in different
+  markets) the rule removes nothing; it is applied all the same and its count recorded.
+- "legacy": SYSML's protocol as this harness ran it before (every other episode is a candidate);
+  its scores are those of earlier results, unchanged.
+
+Queries without a match: a query with no candidate by its author (an author with one episode; under
+"thread-disjoint", also one whose every other episode shares a thread with it) has no first-match
+rank. As everywhere in harness.metrics.ranking, it is left out of the means, not scored as 0: each
+score set records `queries` (scored) and `queries_without_match` (left out). Under
+"thread-disjoint" it also records `queries_only_same_thread` (of those left out, the queries that
+lost their every match to the rule), `queries_with_same_thread_positive` (queries that lost at
+least one) and `same_thread_candidates_removed` (query-candidate pairs removed). So the two
+protocols score different sets of queries: thread-disjoint keeps the queries whose author has an
+episode outside the query's threads.
 
 Exact ranking through toolkit.retrieval, with the similarity the system asks for (its `metric`); ties
 count against the query. The measures are harness.metrics'.
@@ -19,14 +43,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
-from harness.metrics.ranking import ranking_scores
+from harness.metrics.ranking import first_relevant_ranks, ranking_scores
 from harness.task import Evaluation
 from tasks.darkweb.records import Episode
-from toolkit.retrieval import rank_of_first_match
+from toolkit.retrieval import rank_of_first_match, similarity
 
 KS = (1, 2, 5, 10)
 MEASURES = ("mrr", *(f"recall_at_{k}" for k in KS))  # reported per market, migrant pair and pooled
+PROTOCOLS = ("thread-disjoint", "legacy")
+DEFAULT_PROTOCOL = "thread-disjoint"
+_BLOCK = 1024  # queries per block: bounds the dense blocks to 1024 x n_items
 
 
 def sample_queries(candidates: np.ndarray, size: int | None, seed: int) -> np.ndarray:
@@ -37,6 +65,18 @@ def sample_queries(candidates: np.ndarray, size: int | None, seed: int) -> np.nd
     return np.sort(rng.choice(np.asarray(candidates, dtype=np.int64), size=size, replace=False))
 
 
+def episode_threads(episodes: Sequence[Episode]) -> sparse.csr_matrix:
+    """The (episodes x threads) 0/1 matrix of the threads each episode posts in, threads keyed by (market, id)."""
+    column: dict[tuple[str, str], int] = {}
+    rows, cols = [], []
+    for row, episode in enumerate(episodes):
+        for thread in sorted({post.thread_id for post in episode.posts if post.thread_id}):
+            rows.append(row)
+            cols.append(column.setdefault((episode.market, thread), len(column)))
+    data = np.ones(len(rows), dtype=np.int32)
+    return sparse.csr_matrix((data, (rows, cols)), shape=(len(episodes), max(len(column), 1)))
+
+
 def evaluate_embeddings(
     embeddings: Any,
     episodes: Sequence[Episode],
@@ -44,46 +84,64 @@ def evaluate_embeddings(
     metric: str = "cosine",
     query_sample: int | None = None,
     query_seed: int = 0,
-    heldout: Callable[[str], bool] = lambda person: True,
+    protocol: str = DEFAULT_PROTOCOL,
+    heldout: Callable[[str, str, str], bool] = lambda person, source, target: True,
 ) -> Evaluation:
     """Within-market retrieval and migrant linking scores of one embedding row per episode.
 
     `query_sample` caps the within-market queries (drawn from all markets together) and, separately,
-    the queries of each migrant market pair. `heldout(person)` says whether a migrant counts as held out.
+    the queries of each migrant market pair. `heldout(person, source, target)` says whether a migrant
+    from market `source` to `target` counts as held out. `protocol` is one of PROTOCOLS (module doc).
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
     emb = np.asarray(embeddings, dtype=np.float32)
     if emb.ndim != 2 or emb.shape[0] != len(episodes):
         raise ValueError(f"expected one embedding row per episode ({len(episodes)}), got shape {emb.shape}")
     markets = np.array([e.market for e in episodes])
     authors = np.array([e.author for e in episodes])
     persons = np.array([e.person for e in episodes])
+    threads = episode_threads(episodes) if protocol == "thread-disjoint" else None
     scores: dict[str, float] = {}
     details: list[dict[str, Any]] = []
 
     queries = set(sample_queries(np.arange(len(episodes)), query_sample, query_seed).tolist())
     pooled: list[np.ndarray] = []
+    pooled_rule = np.zeros(3, dtype=np.int64)
     for market in sorted(set(markets.tolist())):
         items = np.flatnonzero(markets == market)
         chosen = np.array([i for i in items if i in queries], dtype=np.int64)
         if chosen.size == 0:
             continue
-        position = {int(item): k for k, item in enumerate(items)}
-        ranks = rank_of_first_match(
-            emb[chosen],
-            authors[chosen],
-            emb[items],
-            authors[items],
-            metric=metric,
-            query_item_index=[position[int(q)] for q in chosen],
-        )
+        if threads is None:
+            position = {int(item): k for k, item in enumerate(items)}
+            ranks = rank_of_first_match(
+                emb[chosen],
+                authors[chosen],
+                emb[items],
+                authors[items],
+                metric=metric,
+                query_item_index=[position[int(q)] for q in chosen],
+            )
+        else:
+            ranks, rule = _thread_disjoint_ranks(emb, chosen, items, authors, threads, metric=metric)
+            _add_rule_counts(scores, f"{market}/", rule)
+            pooled_rule += rule
         pooled.append(ranks)
         _add_scores(scores, f"{market}/", ranks)
         details += [_row(episodes[q], int(r), "within") for q, r in zip(chosen, ranks, strict=True)]
     if not pooled or not np.any(np.concatenate(pooled) > 0):
-        raise ValueError("no query episode has another episode by its author: nothing to evaluate")
+        raise ValueError(
+            "no query episode has another episode by its author"
+            + (" outside its threads" if threads is not None else "")
+            + ": nothing to evaluate"
+        )
     _add_scores(scores, "", np.concatenate(pooled))
+    if threads is not None:
+        _add_rule_counts(scores, "", pooled_rule)
 
     migrant, kept = [], []
+    migrant_rule = np.zeros(3, dtype=np.int64)
     for source in sorted(set(markets.tolist())):
         for target in sorted(set(markets.tolist())):
             if source == target:
@@ -94,19 +152,62 @@ def evaluate_embeddings(
             candidates = np.flatnonzero((markets == source) & np.isin(persons, sorted(shared)))
             chosen = sample_queries(candidates, query_sample, query_seed)
             items = np.flatnonzero(markets == target)
-            ranks = rank_of_first_match(emb[chosen], persons[chosen], emb[items], persons[items], metric=metric)
+            if threads is None:
+                ranks = rank_of_first_match(emb[chosen], persons[chosen], emb[items], persons[items], metric=metric)
+            else:
+                ranks, rule = _thread_disjoint_ranks(emb, chosen, items, persons, threads, metric=metric)
+                migrant_rule += rule
             _add_scores(scores, f"migrant/{source}->{target}/", ranks)
             scores[f"migrant/{source}->{target}/persons"] = float(len(shared))
-            held = np.array([heldout(p) for p in persons[chosen]], dtype=bool)
+            held = np.array([heldout(p, source, target) for p in persons[chosen]], dtype=bool)
             migrant.append(ranks)
             kept.append(ranks[held])
             label = f"migrant {source}->{target}"
             details += [_row(episodes[q], int(r), label) for q, r in zip(chosen, ranks, strict=True)]
     if migrant:
         _add_scores(scores, "migrant/", np.concatenate(migrant))
+        if threads is not None:
+            _add_rule_counts(scores, "migrant/", migrant_rule)
         if np.concatenate(kept).size:
             _add_scores(scores, "migrant_heldout/", np.concatenate(kept))
-    return Evaluation(scores=scores, details=details, settings={"metric": metric, "ks": list(KS)})
+    settings = {"metric": metric, "ks": list(KS), "protocol": protocol}
+    return Evaluation(scores=scores, details=details, settings=settings)
+
+
+def _thread_disjoint_ranks(
+    emb: np.ndarray,
+    queries: np.ndarray,
+    items: np.ndarray,
+    labels: np.ndarray,
+    threads: sparse.csr_matrix,
+    *,
+    metric: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """First-match ranks of `queries` among `items` (episode indices), each query without itself and
+    without its same-label items that share a thread with it; and the rule's counts: (candidates
+    removed, queries that had a match before the rule and none after, queries that lost a candidate)."""
+    ranks = np.zeros(len(queries), dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)
+    item_threads = threads[items].T.tocsc()
+    for start in range(0, len(queries), _BLOCK):
+        block = queries[start : start + _BLOCK]
+        scores = similarity(emb[block], emb[items], metric=metric)
+        relevant = labels[block][:, None] == labels[items][None, :]
+        itself = block[:, None] == items[None, :]  # by index, as in the legacy protocol
+        same_thread = relevant & ~itself & ((threads[block] @ item_threads).toarray() > 0)
+        excluded = itself | same_thread
+        ranks[start : start + len(block)] = first_relevant_ranks(scores, relevant, exclude=excluded)
+        counts[0] += int(same_thread.sum())
+        had = (relevant & ~itself).any(axis=1)
+        counts[1] += int((had & ~(relevant & ~excluded).any(axis=1)).sum())
+        counts[2] += int(same_thread.any(axis=1).sum())
+    return ranks, counts
+
+
+def _add_rule_counts(scores: dict[str, float], prefix: str, counts: np.ndarray) -> None:
+    scores[prefix + "same_thread_candidates_removed"] = float(counts[0])
+    scores[prefix + "queries_only_same_thread"] = float(counts[1])
+    scores[prefix + "queries_with_same_thread_positive"] = float(counts[2])
 
 
 def _add_scores(scores: dict[str, float], prefix: str, ranks: np.ndarray) -> None:

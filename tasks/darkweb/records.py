@@ -9,11 +9,16 @@ from tasks.forum.records import ForumPost
 
 
 class EpisodePost(NamedTuple):
-    """One post of an episode: SYSML's triple (pre-processed text, day of week, sub-forum)."""
+    """One post of an episode: SYSML's triple (pre-processed text, day of week, sub-forum), and its thread.
+
+    Systems read the triple; the thread is for the evaluator (the thread-disjoint protocol,
+    tasks.darkweb.evaluation). It defaults to "" (unknown), so records built with three fields still work.
+    """
 
     text: str
     weekday: int  # 0 = Monday ... 6 = Sunday (UTC)
     subforum: str
+    thread_id: str = ""  # the thread within the episode's market; "" where the source has none
 
 
 class Episode(NamedTuple):
@@ -37,7 +42,10 @@ class DarkwebData(NamedTuple):
 
     `posts` are the split's raw posts of the task's markets (what the user/sub-forum/thread/post
     graph is built from; empty where the source has no thread structure). `cross_persons` are the
-    persons that get a CROSS label in multitask training (empty unless the task is multitask).
+    persons that get a CROSS label in multitask training (empty unless the task is multitask and the
+    split is train). `cross_accounts` are the (person, market) pairs that CROSS label ties together,
+    on both splits of a multitask task (empty otherwise): what the evaluator needs to tell a held-out
+    migrant from one that training linked (`migrant_heldout/...`).
     """
 
     split: str
@@ -48,6 +56,7 @@ class DarkwebData(NamedTuple):
     cross_persons: frozenset[str]
     source: Path
     checksum: str
+    cross_accounts: frozenset[tuple[str, str]] = frozenset()
 
     def post_texts(self) -> tuple[tuple[str, ...], ...]:
         """The texts of the episodes' posts, one tuple per episode (tasks.forum.records.ForumSplit)."""

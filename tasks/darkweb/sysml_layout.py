@@ -13,7 +13,8 @@ The posts are already pre-processed (`cleaned_post`) and split in time, and the 
 names the active users, so none of that is redone here. Optional columns `author`, `thread_id`,
 `post_id`, `parent_id` and `kind` give the user/thread/post graph for metapath2vec (without `kind`,
 a thread's earliest post counts as the one that started it); without `author` and `thread_id` a
-market has no graph.
+market has no graph. `thread_id` also gives each episode post its thread, which the default
+(thread-disjoint) evaluation protocol needs; without it, only protocol="legacy" can score the data.
 """
 
 from __future__ import annotations
@@ -70,7 +71,12 @@ def read_market_split(market_dir: Path, split: str, episode_length: int) -> Mark
     for author in sorted(episode_rows):
         for number, indices in enumerate(episode_rows[author]):
             posts = tuple(
-                EpisodePost(rows[i]["cleaned_post"] or "", times[i].weekday(), rows[i]["subforum"] or "")
+                EpisodePost(
+                    rows[i]["cleaned_post"] or "",
+                    times[i].weekday(),
+                    rows[i]["subforum"] or "",
+                    rows[i].get("thread_id") or "",  # "" where the csv has no thread column
+                )
                 for i in indices
             )
             episodes.append(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -21,7 +22,7 @@ from harness.errors import DataError, HarnessError
 from harness.files import sha256_files
 from harness.task import Evaluation, TaskMetadata
 from tasks.darkweb.episodes import EPISODE_LENGTHS, build_episodes, time_split
-from tasks.darkweb.evaluation import evaluate_embeddings
+from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embeddings
 from tasks.darkweb.records import DarkwebData, Episode
 from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
 from tasks.forum.preprocess import clean_post
@@ -46,20 +47,30 @@ class DarkwebTask:
         query_seed: seed of that sample (fixed by default, so systems and seeds see the same queries).
         multitask: train with SYSML's multitask set-up: the training split names the persons active
             in several markets, which get a CROSS label (needs market=None).
-        cross_share: share of the persons (chosen by a hash of the name) that may get a CROSS label;
-            migrant scores on the others are reported as `migrant_heldout/...`.
+        cross_share: share of the persons (chosen by a hash of the name) that may get a CROSS label
+            in multitask training; the other training migrants keep their accounts unlinked.
         author_share: keep only the persons whose name hash falls in this share (1.0: all), in
             both splits: a smaller benchmark with the same protocol, and the same persons whatever
             the market selection, so single-market and multitask runs rank the same pools.
         max_authors: then keep at most this many persons (the first by name hash), for quick runs.
+        protocol: "thread-disjoint" (default): a query's same-author candidates never come from a
+            thread the query posts in; "legacy": SYSML's protocol as this harness ran it before,
+            whose scores are those of earlier results (tasks.darkweb.evaluation). Recorded with the
+            task's parameters and in the measure settings of every result.
 
     Episodes are ranked by the similarity the system asks for (its `metric` attribute; cosine, SYSML's
     default, when it has none), as in every embedding task (toolkit.retrieval.system_metric).
+
+    `migrant_heldout/...` scores the migrant queries whose two accounts training did not link: the
+    person had no CROSS label in training, or had one but no training episodes in one of the two
+    markets (`DarkwebData.cross_accounts`). Single-task training links no accounts, so there every
+    migrant is held out. Under protocol="legacy" it is, as before, the persons outside the
+    `cross_share` hash, whether or not training linked them.
     """
 
     metadata: ClassVar[TaskMetadata] = TaskMetadata(
         name="darkweb",
-        version="1",
+        version="2",  # 2: the thread-disjoint protocol became the default (version 1 = protocol "legacy")
         kind="retrieval",
         description=(
             "Forum author retrieval over episodes of consecutive posts (text, day of week, sub-forum), "
@@ -85,6 +96,7 @@ class DarkwebTask:
         cross_share: float = 0.5,
         author_share: float = 1.0,
         max_authors: int | None = None,
+        protocol: str = DEFAULT_PROTOCOL,
     ) -> None:
         if episode_length not in EPISODE_LENGTHS:
             raise HarnessError(f"episode_length must be one of {EPISODE_LENGTHS}, got {episode_length!r}")
@@ -100,6 +112,8 @@ class DarkwebTask:
             raise HarnessError(f"cross_share must lie in [0, 1], got {cross_share!r}")
         if not 0.0 < author_share <= 1.0:
             raise HarnessError(f"author_share must lie in (0, 1], got {author_share!r}")
+        if protocol not in PROTOCOLS:
+            raise HarnessError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         self.market = market
         self.episode_length = int(episode_length)
         self.min_posts = int(min_posts)
@@ -109,6 +123,7 @@ class DarkwebTask:
         self.cross_share = float(cross_share)
         self.author_share = float(author_share)
         self.max_authors = max_authors
+        self.protocol = protocol
         self._loaded: dict[Path, dict[str, DarkwebData]] = {}
 
     # -- the EmbeddingTask protocol ----------------------------------------------------------------
@@ -124,6 +139,8 @@ class DarkwebTask:
 
     def evaluate(self, system: Any, data: DarkwebData) -> Evaluation:
         """Embed every episode of the split, then rank within markets and across them (see evaluation)."""
+        if self.protocol == "thread-disjoint":
+            _check_threads(data.episodes)
         embeddings = np.asarray(system.embed(data.episodes))
         return evaluate_embeddings(
             embeddings,
@@ -131,13 +148,29 @@ class DarkwebTask:
             metric=system_metric(system),
             query_sample=self.query_sample,
             query_seed=self.query_seed,
-            heldout=lambda person: not self.may_cross(person),
+            protocol=self.protocol,
+            heldout=self.heldout_rule(data),
         )
+
+    def heldout_rule(self, data: DarkwebData) -> Callable[[str, str, str], bool]:
+        """Whether a migrant query (person, source market, target market) of `data` counts as held out.
+
+        Held out: training did not tie the person's accounts in the two markets together with a CROSS
+        label (`data.cross_accounts`). Legacy protocol: the person is outside the `cross_share` hash.
+        """
+        if self.protocol == "legacy":
+            return lambda person, source, target: not self.may_cross(person)
+        linked = data.cross_accounts
+        return lambda person, source, target: not ((person, source) in linked and (person, target) in linked)
 
     # -- building the splits -----------------------------------------------------------------------
 
     def may_cross(self, person: str) -> bool:
-        """Whether a person falls in the `cross_share` that may get a CROSS label (a fixed hash rule)."""
+        """Whether a person falls in the `cross_share` that may get a CROSS label (a fixed hash rule).
+
+        It picks which training migrants get a CROSS label; whether a test migrant is held out is
+        decided by that training membership (`heldout_rule`), not by this hash (except under "legacy").
+        """
         return _unit_hash("cross:" + person) < self.cross_share  # salted: independent of author_share
 
     def _build(self, data_dir: Path) -> dict[str, DarkwebData]:
@@ -147,9 +180,13 @@ class DarkwebTask:
             episodes, posts, checksums = self._from_posts(data_dir)
         keep = self._kept_persons(episodes["train"] + episodes["test"])
         person_of = {(e.market, e.author): e.person for split in SPLITS for e in episodes[split]}
+        kept = {split: [e for e in episodes[split] if keep is None or e.person in keep] for split in SPLITS}
+        cross_persons = self._cross_persons(kept["train"]) if self.multitask else frozenset()
+        # the (person, market) accounts a CROSS label ties together: both splits carry them for the evaluator
+        cross_accounts = frozenset((e.person, e.market) for e in kept["train"] if e.person in cross_persons)
         result = {}
         for split in SPLITS:
-            split_episodes = [e for e in episodes[split] if keep is None or e.person in keep]
+            split_episodes = kept[split]
             split_posts = [
                 p for p in posts[split] if keep is None or person_of.get((p.market, p.author), p.author) in keep
             ]
@@ -164,11 +201,10 @@ class DarkwebTask:
                 markets=markets,
                 posts=tuple(split_posts),
                 multitask=self.multitask,
-                cross_persons=self._cross_persons(split_episodes)
-                if self.multitask and split == "train"
-                else frozenset(),
+                cross_persons=cross_persons if split == "train" else frozenset(),
                 source=data_dir,
                 checksum=checksums[split],
+                cross_accounts=cross_accounts,
             )
             logger.info(
                 "darkweb %s: %d episodes of %d authors in %s",
@@ -234,6 +270,19 @@ class DarkwebTask:
         for episode in train_episodes:
             markets_of[episode.person].add(episode.market)
         return frozenset(p for p, ms in markets_of.items() if len(ms) > 1 and self.may_cross(p))
+
+
+def _check_threads(episodes: tuple[Episode, ...] | list[Episode]) -> None:
+    """The thread-disjoint protocol needs thread ids: refuse data with none, warn where some lack one."""
+    posts = [post for episode in episodes for post in episode.posts]
+    missing = sum(not post.thread_id for post in posts)
+    if posts and missing == len(posts):
+        raise HarnessError(
+            "the episodes' posts have no thread ids (e.g. SYSML's layout without a thread_id column): "
+            "the thread-disjoint protocol cannot be applied; pass --task-param protocol=legacy"
+        )
+    if missing:
+        logger.warning("%d of %d posts have no thread id: they share no thread with any query", missing, len(posts))
 
 
 def _unit_hash(name: str) -> float:

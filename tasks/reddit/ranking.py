@@ -1,17 +1,30 @@
 """Ranking evaluation (Khan et al. 2021, section 4.2; Andrews & Bishop 2019).
 
-Each eligible test author gives one query and one target: disjoint, contiguous samples of the
-author's stream, the query first in time. Every query ranks all targets; MRR and R@k of the one
-target by the same author (ties counted pessimistically, see harness.metrics.ranking).
+Each eligible test author gives one query and one target sample. Every query ranks all targets;
+MRR and R@k of the one target by the same author (ties counted pessimistically, see
+harness.metrics.ranking). Two protocols choose the samples from an author's test posts (oldest first):
+
+- leak-free (the default, `build_leak_free_ranking_set`): the query is the author's first
+  `query_size` posts. The target is the author's first `target_size` posts that are made more than
+  `gap_seconds` after the query's last post AND lie in no thread that a query post is in; posts
+  inside the gap or in a query thread are skipped, and later posts are taken instead. An author
+  without `target_size` such posts is left out (counted). So every target post is later than every
+  query post (by more than the gap), and a query and its target never meet in a thread: a system
+  cannot match them by the conversation they share.
+- legacy (`build_ranking_set`): query = the first `query_size` posts, target = the next
+  `target_size`, contiguous. Consecutive posts often share a thread (about half of the real test
+  authors do), so this rewards topic as much as style; kept to reproduce earlier scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.metrics.ranking import ranking_scores
+from tasks.forum.records import ForumPost
+from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples
 from tasks.reddit.records import RankingSet, Stream
 from toolkit.retrieval import rank_of_first_match
@@ -35,6 +48,69 @@ def build_ranking_set(streams: Sequence[Stream], *, query_size: int, target_size
         targets=tuple(s.actions[query_size:need] for s in eligible),
     )
     counts = {"authors": len(eligible), "authors_too_few_posts": len(streams) - len(eligible)}
+    return ranking, counts
+
+
+def build_leak_free_ranking_set(
+    posts_by_author: Mapping[str, Sequence[ForumPost]],
+    encoder: ActionEncoder,
+    *,
+    query_size: int,
+    target_size: int,
+    gap_seconds: float,
+) -> tuple[RankingSet, dict[str, Any]]:
+    """Query = an author's first `query_size` posts; target = the first `target_size` later posts
+    past the gap and outside the query's threads (see the module doc). Posts must be oldest first.
+    """
+    if query_size < 1 or target_size < 1:
+        raise ValueError(f"ranking sample sizes must be positive, got {query_size} and {target_size}")
+    if gap_seconds < 0:
+        raise ValueError(f"the ranking gap must not be negative, got {gap_seconds}")
+    authors, queries, targets = [], [], []
+    too_few_posts = too_few_clean = skipped_gap = skipped_thread = 0
+    for author in sorted(posts_by_author):
+        posts = posts_by_author[author]
+        if len(posts) < query_size + target_size:
+            too_few_posts += 1
+            continue
+        query = list(posts[:query_size])
+        threads = {post.thread_id for post in query}
+        start = query[-1].created + gap_seconds
+        target: list[ForumPost] = []
+        author_gap = author_thread = 0
+        for post in posts[query_size:]:
+            if len(target) == target_size:
+                break
+            if post.created <= start:
+                author_gap += 1
+            elif post.thread_id in threads:
+                author_thread += 1
+            else:
+                target.append(post)
+        if len(target) < target_size:
+            too_few_clean += 1
+            continue
+        authors.append(author)
+        queries.append(query)
+        targets.append(target)
+        skipped_gap += author_gap
+        skipped_thread += author_thread
+    ranking = RankingSet(
+        authors=tuple(authors),
+        queries=tuple(encoder.actions(q) for q in queries),
+        targets=tuple(encoder.actions(t) for t in targets),
+        query_post_ids=tuple(tuple(p.post_id for p in q) for q in queries),
+        target_post_ids=tuple(tuple(p.post_id for p in t) for t in targets),
+    )
+    counts = {
+        "authors": len(authors),
+        "authors_too_few_posts": too_few_posts,
+        # enough posts, but too few after the gap and outside the query's threads
+        "authors_too_few_clean_target_posts": too_few_clean,
+        # over the kept authors: posts passed over before their target was complete
+        "target_posts_skipped_in_gap": skipped_gap,
+        "target_posts_skipped_same_thread": skipped_thread,
+    }
     return ranking, counts
 
 

@@ -31,11 +31,17 @@ class Stream(NamedTuple):
 
 
 class RankingSet(NamedTuple):
-    """Ranking evaluation: one query and one target sample per author, disjoint, query first in time."""
+    """Ranking evaluation: one query and one target sample per author, disjoint, query first in time.
+
+    `query_post_ids` and `target_post_ids` name the posts of each sample (the file's post_id), so
+    the protocol's rules can be checked against the posts file; the legacy protocol leaves them empty.
+    """
 
     authors: tuple[str, ...]
     queries: tuple[tuple[Action, ...], ...]
     targets: tuple[tuple[Action, ...], ...]
+    query_post_ids: tuple[tuple[str, ...], ...] = ()
+    target_post_ids: tuple[tuple[str, ...], ...] = ()
 
 
 class LinkingSet(NamedTuple):
@@ -51,6 +57,9 @@ class LinkingSet(NamedTuple):
     target_authors: tuple[str, ...]
     targets: dict[int, tuple[tuple[Action, ...], ...]]
     subreddit: str | None  # the single subreddit the set is restricted to, or None for all
+    # the posts of each query and target (the file's post_id), as the samples above; None where not kept
+    query_post_ids: tuple[tuple[str, ...], ...] | None = None
+    target_post_ids: dict[int, tuple[tuple[str, ...], ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,8 @@ class RedditData:
     `streams` are the split's authors (train: training authors before the cutoff; test: test
     authors from the cutoff on). The test split also holds the ranking and linking sets.
     `counts` records how the split was built (authors, posts, authors left out and why).
+    `linking_by_subreddit` holds the per-subreddit linking sets whose scores are averaged (the
+    leak-free protocol; empty under the legacy protocol), by subreddit name.
     """
 
     split: str
@@ -70,6 +81,7 @@ class RedditData:
     counts: dict[str, Any] = field(default_factory=dict)
     ranking: RankingSet | None = None
     linking: LinkingSet | None = None
+    linking_by_subreddit: dict[str, LinkingSet] = field(default_factory=dict)
 
     def __len__(self) -> int:
         """Number of posts (actions) in the split."""

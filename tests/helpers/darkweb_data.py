@@ -1,7 +1,9 @@
 """Small synthetic darkweb splits for tests (and the DDP test's worker): no files, no downloads.
 
 Each author writes in a vocabulary of their own, on one weekday, in a few threads of their market's
-sub-forums; persons listed in `migrants` have accounts in two markets and keep their vocabulary.
+sub-forums (each episode in one thread, an author's first 4 episodes in different threads, so the
+thread-disjoint protocol removes no candidate at the defaults); persons listed in `migrants` have
+accounts in two markets and keep their vocabulary.
 """
 
 from __future__ import annotations
@@ -57,9 +59,10 @@ def synthetic_split(
                             text,
                         )
                     )
-                    run.append(EpisodePost(text, day, forum))
+                    run.append(EpisodePost(text, day, forum, thread))
                 episodes.append(Episode(f"{market}/{split}/{person}/{e}", person, market, tuple(run), person, clock))
-    cross = frozenset(f"p{a}" for a in range(migrants)) if multitask and split == "train" else frozenset()
+    linked = frozenset(f"p{a}" for a in range(migrants)) if multitask else frozenset()
+    cross = linked if split == "train" else frozenset()  # as the task: CROSS labels in training only
     return DarkwebData(
         split=split,
         episodes=tuple(episodes),
@@ -69,6 +72,7 @@ def synthetic_split(
         cross_persons=cross,
         source=Path("synthetic"),
         checksum=f"synthetic-{split}-{seed}",
+        cross_accounts=frozenset((person, market) for person in linked for market in MARKETS),
     )
 
 

@@ -58,3 +58,27 @@ def synthetic_train_data(n_authors: int = 10, per_author: int = 12, subreddits: 
         streams.append(Stream(f"user{a:02d}", actions))
     names = tuple(f"sub{i}" for i in range(subreddits))
     return RedditData("train", tuple(streams), names, Path("synthetic"), "sha256:synthetic")
+
+
+def threaded_posts(n_authors: int = 36, per_author: int = 42, *, days: int = 120) -> list[dict]:
+    """Like `synthetic_posts`, but authors post in bursts and in shared, long-running threads.
+
+    Posts come in threes a few hours apart (so a time gap after a query skips some), every author
+    posts three in a row in a thread of their group (so consecutive posts share threads), and every
+    fourth post of an author goes to their group's one long thread (which spans the whole period).
+    Texts name the author ("w07x3 ..."), the thread's topic and some words all authors use.
+    """
+    rows, i = [], 0
+    subs = ["College", "ApplyingToCollege", "GradSchool"]
+    spacing = days * DAY / per_author
+    for a in range(n_authors):
+        author, group = f"user{a:02d}", a % 4
+        for j in range(per_author):
+            created = T0 + int((3 * (j // 3) + 3 * a / n_authors) * spacing) + (j % 3) * 2 * HOUR
+            thread = f"long{group}" if j % 4 == 0 else f"g{group}-{j // 3}"
+            text = f"w{a}x{j % 5} w{a}y topic{thread} common words here"
+            row = post(i, author, created, text, subs[a % 3])
+            row["thread_id"] = thread
+            rows.append(row)
+            i += 1
+    return rows
