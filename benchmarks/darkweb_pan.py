@@ -4,10 +4,11 @@ training seconds per epoch and peak memory.
 
 Each (setting, system) pair runs `harness run` in its own process with all seeds (so peak memory is
 that process's maximum resident size); runs that exist under --out are kept, so an interrupted
-benchmark resumes. Prints Markdown tables and writes them with the raw numbers to --out/summary.json.
+benchmark resumes. Prints Markdown tables and writes them with the raw numbers to --out/PROTOCOL/summary.json.
 
     python benchmarks/darkweb_pan.py [--data DIR] [--out runs/bench-darkweb] [--seeds 0 1 2] [--epochs 5]
-        [--author-share 0.4] [--systems ...] [--markets ...] [--no-multitask] [--render summary.json]
+        [--author-share 0.4] [--systems ...] [--markets ...] [--no-multitask]
+        [--protocol thread-disjoint|legacy] [--render summary.json]
 """
 
 from __future__ import annotations
@@ -131,19 +132,32 @@ def main() -> None:
     parser.add_argument("--systems", nargs="+", default=["episode_tfidf", *NEURAL])
     parser.add_argument("--markets", nargs="+", default=list(MARKETS), choices=MARKETS, help="single-market runs")
     parser.add_argument("--no-multitask", action="store_true", help="single-market settings only")
+    parser.add_argument(
+        "--protocol",
+        default="thread-disjoint",
+        choices=("thread-disjoint", "legacy"),
+        help="the darkweb task's protocol; runs go under OUT/PROTOCOL/, so protocols never mix",
+    )
     parser.add_argument("--render", type=Path, help="only print the tables of an earlier summary.json")
     args = parser.parse_args()
     if args.render:
         print(render(json.loads(args.render.read_text(encoding="utf-8"))))
         return
 
-    summary: dict[str, Any] = {"seeds": args.seeds, "neural_params": neural_params(args.epochs), "rows": []}
+    summary: dict[str, Any] = {
+        "seeds": args.seeds,
+        "protocol": args.protocol,
+        "neural_params": neural_params(args.epochs),
+        "rows": [],
+    }
     chosen = settings(args.systems, not args.no_multitask, args.author_share, args.markets)
+    root = args.out / args.protocol
     for label, task_params, systems in chosen:
+        task_params = {**task_params, "protocol": args.protocol}
         for system in systems:
             params = {} if system == "episode_tfidf" else neural_params(args.epochs)
             seeds = args.seeds[:1] if system == "episode_tfidf" else args.seeds  # TF-IDF is deterministic
-            out = args.out / label.replace(" ", "-")
+            out = root / label.replace(" ", "-")
             print(f"[{time.strftime('%H:%M:%S')}] {label} {system} seeds {seeds}", file=sys.stderr, flush=True)
             launched = run_one(args.data, out, system, task_params, params, seeds)
             runs = collect(out, system, seeds)
@@ -164,8 +178,8 @@ def main() -> None:
                     "fit_info": [{k: v for k, v in r["info"].items() if k != "epochs"} for r in runs],
                 }
             )
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+            root.mkdir(parents=True, exist_ok=True)
+            (root / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print(render(summary))
 
 

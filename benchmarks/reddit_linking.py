@@ -12,6 +12,7 @@ seeds, EER against target sample size, training throughput and peak memory, embe
 It also writes the EER-vs-target-size plot (seed 0 of each system) next to the runs.
 
     python benchmarks/reddit_linking.py [--data DIR] [--out runs/bench-reddit] [--seeds 0 1 2] [--epochs 5]
+        [--protocol leak-free|legacy]
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def run_one(system: str, seed: int, args: argparse.Namespace) -> Path:
     from harness.runner import run_folder
 
     params = {} if system == "reddit_tfidf" else neural_params(args)
-    folder = run_folder(args.out, "reddit", system, seed, params, None)
+    # the protocol is always named, so runs of task version 1 (legacy, unnamed) are never reused as the default
+    task_params = {"protocol": args.protocol}
+    folder = run_folder(args.out, "reddit", system, seed, params, task_params)
     if (folder / "result.json").is_file() and (folder / RUN_RECORD).is_file():
         print(f"  {system} seed {seed}: kept ({folder})", file=sys.stderr, flush=True)
         return folder
@@ -71,6 +74,8 @@ def run_one(system: str, seed: int, args: argparse.Namespace) -> Path:
     command += ["--data", str(args.data), "--out", str(args.out), "--seed", str(seed)]
     for key, value in params.items():
         command += ["--param", f"{key}={json.dumps(value)}"]
+    for key, value in task_params.items():
+        command += ["--task-param", f"{key}={json.dumps(value)}"]
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / f"log-{system}-seed-{seed}.txt"
     started = time.perf_counter()
@@ -104,6 +109,12 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per run")
     parser.add_argument("--subreddit", default="ApplyingToCollege", help="the single-subreddit linking condition")
+    parser.add_argument(
+        "--protocol",
+        default="leak-free",
+        choices=("leak-free", "legacy"),
+        help="the reddit task's protocol (leak-free: EER is the subreddit mean, the pooled one beside it)",
+    )
     args = parser.parse_args()
 
     import numpy as np
@@ -121,7 +132,8 @@ def main() -> None:
     results = {s: {seed: json.loads((d / "result.json").read_text()) for seed, d in r.items()} for s, r in runs.items()}
 
     # linking within one subreddit, and embedding speed, from the saved checkpoints
-    pooled_task, single_task = RedditTask(), RedditTask(linking_subreddit=args.subreddit)
+    pooled_task = RedditTask(protocol=args.protocol)
+    single_task = RedditTask(protocol=args.protocol, linking_subreddit=args.subreddit)
     test = pooled_task.load(args.data, "test")
     single = single_task.load(args.data, "test")
     single_scores: dict[str, list[dict[str, float]]] = {}
@@ -143,21 +155,29 @@ def main() -> None:
     out.append(
         f"Split: cutoff {counts['split']['cutoff_utc']}; train {counts['split']['train_authors']} authors / "
         f"{counts['split']['train_posts']} posts; test {counts['split']['test_authors']} authors / "
-        f"{counts['split']['test_posts']} posts; ranking {counts['ranking']['authors']} authors (16 + 16 posts); "
+        f"{counts['split']['test_posts']} posts; protocol {args.protocol}; "
+        f"ranking {counts['ranking']['authors']} authors (16 + 16 posts); "
         f"linking {counts['linking']['queries']} distinguished authors x {counts['linking']['target_accounts']} "
         f"target accounts (pooled), {single.counts['linking']['queries']} x "
         f"{single.counts['linking']['target_accounts']} in {args.subreddit}. Seeds {seeds_note}; mean ± std.\n"
     )
     sub = args.subreddit
-    out.append(f"| system | MRR | R@4 | R@8 | EER (all) | minDCF (all) | EER ({sub}) | minDCF ({sub}) |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    pooled = args.protocol != "legacy"  # leak-free: `eer` is the subreddit mean, `eer_pooled` beside it
+    extra = " EER (pooled) | minDCF (pooled) |" if pooled else ""
+    all_label = "subreddit mean" if pooled else "all"
+    out.append(
+        f"| system | MRR | R@4 | R@8 | EER ({all_label}) | minDCF ({all_label}) |{extra} EER ({sub}) | minDCF ({sub}) |"
+    )
+    out.append("|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if pooled else "") + "---:|---:|")
+    measures = (*MEASURES, "eer_pooled", "min_dcf_pooled") if pooled else MEASURES
     for system, by_seed in results.items():
-        cells = [mean_std([r["scores"][m] for r in by_seed.values()]) for m in MEASURES]
+        cells = [mean_std([r["scores"][m] for r in by_seed.values()]) for m in measures]
         cells += [mean_std([s[m] for s in single_scores[system]]) for m in ("eer", "min_dcf")]
         out.append(f"| {system} | " + " | ".join(cells) + " |")
 
     sizes = next(iter(next(iter(results.values())).values()))["curves"]["eer_vs_target_size"]["target_sizes"]
-    out.append("\nEER against target sample size (all subreddits; mean over seeds):\n")
+    over = "mean of the subreddits' EERs" if pooled else "all subreddits pooled"
+    out.append(f"\nEER against target sample size ({over}; mean over seeds):\n")
     out.append("| system | " + " | ".join(f"{k} post{'s' if k > 1 else ''}" for k in sizes) + " |")
     out.append("|---|" + "---:|" * len(sizes))
     for system, by_seed in results.items():
@@ -185,7 +205,7 @@ def main() -> None:
     all_results = [runs[system][seed] / "result.json" for system in runs for seed in args.seeds]
     plot_linking_curves(find_runs(all_results), args.out / "plots")
     text = "\n".join(out)
-    (args.out / "summary.md").write_text(text + "\n", encoding="utf-8")
+    (args.out / f"summary-{args.protocol}.md").write_text(text + "\n", encoding="utf-8")
     print(text)
 
 
