@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from systems.nbcsauthor.graph import (
 )
 from systems.nbcsauthor.losses import CosFace, NBCSoftmax, Softmax
 from systems.nbcsauthor.model import EpisodeEncoderConfig, TextCNN
+from systems.nbcsauthor.settings import PRESETS
 from systems.nbcsauthor.system import SYSML, EpisodeAuthor, EpisodeCNN, Training, migrate_legacy
 from systems.nbcsauthor.tokenizer import PAD_ID, PostTokenizer
 from tasks.darkweb.evaluation import evaluate_embeddings
@@ -43,13 +45,16 @@ def tiny(cls: type = EpisodeAuthor, **changes):
 
 
 def test_registered_names_differ_only_in_default_parts():
-    assert (EpisodeAuthor().loss, EpisodeAuthor().encoder.pooling) == (NBCSoftmax(tau=0.2, alpha=0.5), "transformer")
+    cpu = PRESETS["cpu"].encoder
+    assert (EpisodeAuthor().loss, EpisodeAuthor().encoder) == (NBCSoftmax(tau=0.2, alpha=0.5), cpu)
     assert (SYSML().loss, SYSML().encoder.pooling) == (Softmax(), "transformer")
-    assert (EpisodeCNN().loss, EpisodeCNN().encoder) == (Softmax(), EpisodeEncoderConfig(pooling="mean"))
+    assert (EpisodeCNN().loss, EpisodeCNN().encoder) == (Softmax(), dataclasses.replace(cpu, pooling="mean"))
     assert list(inspect.signature(SYSML).parameters) == list(inspect.signature(EpisodeAuthor).parameters)
     assert constructor_params(SYSML(loss=CosFace()))["loss"] == {"name": "cosface", "margin": 0.35, "scale": 64.0}
-    # a part's fields start from the registered name's default part
-    assert build(EpisodeCNN, {"encoder.text_dim": 64}).encoder == EpisodeEncoderConfig(pooling="mean", text_dim=64)
+    # a part's fields start from the registered name's default part, on the preset's sizes
+    assert build(EpisodeCNN, {"encoder.text_dim": 64}).encoder == dataclasses.replace(cpu, pooling="mean", text_dim=64)
+    paper = build(EpisodeCNN, {"preset": "paper", "encoder.text_dim": 64}).encoder
+    assert paper == EpisodeEncoderConfig(pooling="mean", text_dim=64)  # the paper's sizes are the part's defaults
     with pytest.raises(HarnessError, match="loss must be one of"):
         EpisodeAuthor(loss="triplet")
 
@@ -67,9 +72,11 @@ def test_parameters_nest_build_and_refuse_in_one_line():
         },
     )
     assert system.encoder.heads == 8 and system.loss == NBCSoftmax(tau=0.3)
-    assert system.graph_init == RandomInit() and system.training == Training(lr=0.01) and system.device == "cpu"
+    assert system.graph_init == RandomInit() and system.device == "cpu"
+    assert system.training == Training(epochs=5, batch_size=64, lr=0.01)  # the cpu preset's, lr changed
     assert constructor_params(build(EpisodeAuthor, constructor_params(system))) == constructor_params(system)
     assert list(constructor_params(system)) == [
+        "preset",
         "encoder",
         "loss",
         "graph_init",
@@ -81,7 +88,7 @@ def test_parameters_nest_build_and_refuse_in_one_line():
     for params, message in (
         (
             {"encoder.heads": 3},
-            r"nbcsauthor: encoder: heads \(3\) must divide text_dim \+ time_dim \+ context_dim \(320\)",
+            r"nbcsauthor: encoder: heads \(3\) must divide text_dim \+ time_dim \+ context_dim \(112\)",
         ),
         ({"encoder.vocab_size": 10}, "nbcsauthor: encoder: vocab_size must be at least 300, got 10"),
         ({"encoder.pooling": "max"}, "encoder: pooling must be one of transformer, mean, not 'max'"),
@@ -89,7 +96,10 @@ def test_parameters_nest_build_and_refuse_in_one_line():
         ({"loss.alpha": 2}, r"nbcsauthor: loss: alpha must lie in \[0, 1\], got 2"),
         ({"graph_init.walks_per_node": 0}, "graph_init: walks_per_node must be at least 1, got 0"),
         ({"training.batch_size": 1}, "nbcsauthor: training: batch_size must be at least 2, got 1"),
-        ({"epochs": 3}, "nbcsauthor has no parameter.s. epochs; it takes: encoder, loss, graph_init, training"),
+        ({"epochs": 3}, "nbcsauthor has no parameter.s. epochs; it takes: preset, encoder, loss, graph_init"),
+        ({"preset": "gpu"}, "nbcsauthor: preset must be one of cpu, full, paper, paper_multitask, not 'gpu'"),
+        ({"loss.temperature_form": "power"}, "loss: temperature_form must be one of multiply, divide, not 'power'"),
+        ({"training.lr_patience": 5}, "lr_patience needs a validation loss: set validation_share above 0"),
     ):
         with pytest.raises(HarnessError, match=message):
             build(EpisodeAuthor, params)
@@ -158,6 +168,7 @@ def test_legacy_migration_of_other_losses_and_no_graph():
     flat |= {"graph_epochs": 1, "graph_walks": 3, "epochs": 4, "lr": 0.01, "device": "cpu"}
     migrated = migrate_legacy(flat)
     assert migrated == {
+        "preset": "full",  # the defaults of that time: the parts' own
         "loss": "softmax",  # tau and alpha were NBC-Softmax's alone
         "graph_init": "random",
         "encoder.pooling": "mean",

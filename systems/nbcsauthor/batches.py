@@ -38,19 +38,32 @@ class LabelPlan(NamedTuple):
     cross: dict[tuple[str, str], tuple[int, list[int]]]  # (person, market) -> (CROSS label, its episodes)
 
 
-def plan_labels(episodes: Sequence[Episode], *, multitask: bool, cross_persons: frozenset[str]) -> LabelPlan:
-    """Class numbers by sorted name, so the same episodes always get the same labels."""
+def class_numbers(episodes: Sequence[Episode], *, multitask: bool) -> dict[tuple[str, str], tuple[str, int]]:
+    """(market, author) -> (head, label), numbered by sorted name: the same episodes, the same labels.
+
+    Single-task: one head, each account a class. Multitask: a head per market, its authors the classes.
+    """
     if not multitask:
         accounts = sorted({(e.market, e.author) for e in episodes})
-        number = {a: i for i, a in enumerate(accounts)}
-        labels = np.array([number[(e.market, e.author)] for e in episodes], dtype=np.int64)
-        return LabelPlan({SINGLE: len(accounts)}, [SINGLE] * len(episodes), labels, {})
-    authors: dict[str, dict[str, int]] = {}
+        return {a: (SINGLE, i) for i, a in enumerate(accounts)}
+    numbers = {}
     for market in sorted({e.market for e in episodes}):
         names = sorted({e.author for e in episodes if e.market == market})
-        authors[market] = {a: i for i, a in enumerate(names)}
-    labels = np.array([authors[e.market][e.author] for e in episodes], dtype=np.int64)
-    classes = {market: len(names) for market, names in authors.items()}
+        numbers.update({(market, a): (market, i) for i, a in enumerate(names)})
+    return numbers
+
+
+def plan_labels(episodes: Sequence[Episode], *, multitask: bool, cross_persons: frozenset[str]) -> LabelPlan:
+    """Class numbers by sorted name (`class_numbers`), so the same episodes always get the same labels."""
+    numbers = class_numbers(episodes, multitask=multitask)
+    heads = [numbers[(e.market, e.author)][0] for e in episodes]
+    labels = np.array([numbers[(e.market, e.author)][1] for e in episodes], dtype=np.int64)
+    classes: dict[str, int] = defaultdict(int)
+    for head, _ in numbers.values():
+        classes[head] += 1
+    classes = dict(classes)  # heads in sorted order: `numbers` is built market by sorted market
+    if not multitask:
+        return LabelPlan(classes, heads, labels, {})
     persons = sorted(p for p in cross_persons if p in {e.person for e in episodes})
     cross_label = {p: i for i, p in enumerate(persons)}
     draws: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -60,7 +73,7 @@ def plan_labels(episodes: Sequence[Episode], *, multitask: bool, cross_persons: 
     cross = {key: (cross_label[key[0]], idx) for key, idx in sorted(draws.items())}
     if cross:
         classes[CROSS] = len(persons)
-    return LabelPlan(classes, [e.market for e in episodes], labels, cross)
+    return LabelPlan(classes, heads, labels, cross)
 
 
 def epoch_batches(plan: LabelPlan, *, batch_size: int, cross_sampling: float, rng: np.random.Generator) -> list[Batch]:

@@ -38,6 +38,7 @@ _EDGES = {
     "TU": (THREAD, "started_by", USER),
 }
 META_PATHS = ("UPTSTPU", "UTSTPU", "UPTSTU", "UTSTU", "UPTPU", "UPTU", "UTPU")
+WALKS_PER_STEP = 640  # 128 users x 5 walks: the step size of the defaults, kept for larger walk counts
 
 
 def meta_path_edges(path: str) -> list[tuple[str, str, str]]:
@@ -87,13 +88,20 @@ def subforum_vectors(
     dim: int,
     epochs: int = 1,
     walks_per_node: int = 5,
+    walk_length: int | None = None,
     context_size: int = 5,
     negatives: int = 5,
     batch_size: int = 128,
     lr: float = 0.01,
     seed: int = 0,
+    device: str = "cpu",
 ) -> dict[str, np.ndarray]:
-    """{sub-forum: vector} learnt by metapath2vec over the seven meta-paths (empty without posts)."""
+    """{sub-forum: vector} learnt by metapath2vec over the seven meta-paths (empty without posts).
+
+    walk_length: steps of each walk (the meta-path repeats); None: twice round the meta-path.
+    batch_size: users whose walks make one skip-gram step (fewer above 640 walks a step).
+    device: where the skip-gram table trains (the walks are sampled on the CPU).
+    """
     from torch_geometric.nn import MetaPath2Vec
 
     if not posts:
@@ -105,29 +113,33 @@ def subforum_vectors(
 
         def walker(path: str) -> MetaPath2Vec:
             edges = meta_path_edges(path)
-            walk_length = 2 * len(edges)  # twice round the meta-path, user to user
+            length = walk_length or 2 * len(edges)  # default: twice round the meta-path, user to user
             return MetaPath2Vec(
                 edge_index,
                 embedding_dim=dim,
                 metapath=edges,
-                walk_length=walk_length,
-                context_size=min(context_size, walk_length + 1),
+                walk_length=length,
+                context_size=min(context_size, length + 1),
                 walks_per_node=walks_per_node,
                 num_negative_samples=negatives,
                 num_nodes_dict=counts,
                 sparse=False,  # dense Adam is far faster here: sparse gradients of 100k+ rows coalesce slowly
             )
 
+        # users per step: `batch_size`, fewer when each has many walks (SYSML's 200 walks of 80 steps
+        # would put 25,600 walks, gigabytes of windows, in one step): at most 640 walks a step
+        starts = max(1, min(batch_size, WALKS_PER_STEP // walks_per_node))
         shared = walker(META_PATHS[0])  # UPTSTPU visits all four node types: its table numbers every node
         walkers = [(walker(path), path) for path in META_PATHS]
+        shared.to(device)
         optimizer = torch.optim.Adam(shared.parameters(), lr=lr)
         for epoch in range(epochs):
             total, steps = 0.0, 0
             for model, _path in walkers:
-                remap = _to_shared_numbering(model, shared)
-                for positive, negative in model.loader(batch_size=batch_size, shuffle=True):
+                remap = _to_shared_numbering(model, shared).to(device)
+                for positive, negative in model.loader(batch_size=starts, shuffle=True):
                     optimizer.zero_grad()
-                    loss = shared.loss(remap[positive], remap[negative])
+                    loss = shared.loss(remap[positive.to(device)], remap[negative.to(device)])
                     loss.backward()
                     optimizer.step()
                     total, steps = total + loss.item(), steps + 1
@@ -150,21 +162,43 @@ def _to_shared_numbering(model: torch.nn.Module, shared: torch.nn.Module) -> tor
 @dataclass(frozen=True)
 class Metapath2Vec:
     """Initialise sub-forum rows by metapath2vec: `epochs` passes, `walks_per_node` walks per user
-    and meta-path."""
+    and meta-path of `walk_length` steps (None: twice round the meta-path), skip-gram window
+    `context_size` (SYSML's graph_embedding_code README: 200 walks of 80 steps, window 7, 128 dims).
+
+    freeze: keep the graph's sub-forum vectors fixed while the encoder trains. SYSML does: its
+    context table is `nn.Embedding.from_pretrained(...)`, frozen by default, when a pretrained
+    graph embedding is given (its scripts give one).
+    """
 
     name: ClassVar[str] = "metapath2vec"
     epochs: int = 1
     walks_per_node: int = 3
+    walk_length: int | None = None
+    context_size: int = 5
+    freeze: bool = False
 
     def __post_init__(self) -> None:
         if self.epochs < 0:
             raise ValueError(f"epochs must be at least 0, got {self.epochs!r}")
         if self.walks_per_node < 1:
             raise ValueError(f"walks_per_node must be at least 1, got {self.walks_per_node!r}")
+        if self.walk_length is not None and self.walk_length < 1:
+            raise ValueError(f"walk_length must be at least 1 or None, got {self.walk_length!r}")
+        if self.context_size < 2:
+            raise ValueError(f"context_size must be at least 2, got {self.context_size!r}")
 
-    def vectors(self, posts: Sequence[ForumPost], *, dim: int, seed: int) -> dict[str, np.ndarray]:
+    def vectors(self, posts: Sequence[ForumPost], *, dim: int, seed: int, device: str = "cpu") -> dict[str, np.ndarray]:
         """{sub-forum: vector} of one market's posts (see `subforum_vectors`)."""
-        return subforum_vectors(posts, dim=dim, epochs=self.epochs, walks_per_node=self.walks_per_node, seed=seed)
+        return subforum_vectors(
+            posts,
+            dim=dim,
+            epochs=self.epochs,
+            walks_per_node=self.walks_per_node,
+            walk_length=self.walk_length,
+            context_size=self.context_size,
+            seed=seed,
+            device=device,
+        )
 
 
 @dataclass(frozen=True)

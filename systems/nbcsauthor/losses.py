@@ -4,13 +4,25 @@ SYSML's softmax, and CosFace, ArcFace, MultiSimilarity and contrastive from pyto
 Each loss is a part (a frozen dataclass of its settings, chosen with `--param loss=NAME`) whose
 `build(num_classes, dim)` makes the module, called as `loss(z, labels)` with integer class labels;
 the ones with class weights (softmax, NBC-Softmax, CosFace, ArcFace) own them, so a multitask model
-builds one per head.
+builds one per head. `module.terms(z, labels)` gives the loss as its weighted terms (they sum to it),
+so training can log each term's gradient (`term_gradient_norms`).
 
-NBC-Softmax follows the paper's equations, not the authors' released `code.py` (gayanku/NBC-Softmax),
-which differs: it contrasts a learnt linear projection of z, takes the mean over classes of each
-class's log-sum (with the exp(0) of the diagonal kept) rather than one log over all pairs, and
-divides by the number of all classes rather than |C'|. Either way the term is small next to the
-cross-entropy: with |C'| classes in a batch, l_NEG lies near log(|C'|^2 - |C'|) / |C'|.
+NBC-Softmax follows the paper's equations: l = alpha * l_SCE + (1 - alpha) * l_NEG with
+l_NEG = 1/|C'| * log sum_{a != b in C'} exp(tau * cos(mu_a, mu_b)) over the centres mu of the
+classes present in the batch (eq. 8-11). The temperature *multiplies* the cosine there (eq. 8,
+`temperature_form="multiply"`, the default); `temperature_form="divide"` is the usual contrastive
+form, exp(cos / tau). The authors' released `code.py` (gayanku/NBC-Softmax) also multiplies, but
+differs otherwise: it keeps each class's exp(0) for the zeroed diagonal, takes the mean over the
+classes of each class's log-sum instead of one log over all pairs, and then divides by the number
+of *all* training classes (on top of that mean); it can contrast a learnt projection of z, but its
+README runs it with `proj_dim=0`, i.e. on z itself. We follow the paper.
+
+Why the term hardly trains with the multiplied temperature: d l_NEG / d cos(mu_a, mu_b) =
+tau * w_ab / |C'|, where the weights w_ab (a softmax over the |C'|^2 - |C'| pairs) sum to 1; with
+tau * cos in [-tau, tau] they stay near uniform, so each pair gets about tau / |C'|^3, and the
+gradient reaching z is orders of magnitude below the cross-entropy's (the value of l_NEG itself
+sits near log(|C'|^2 - |C'|) / |C'|, a constant offset). Dividing by tau (1/tau = 5 at 0.2)
+sharpens the weights on the closest pairs and scales the slope by 1/tau instead of tau.
 """
 
 from __future__ import annotations
@@ -36,20 +48,43 @@ def class_centres(z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return sums / counts[:, None]
 
 
-def negative_block_loss(z: torch.Tensor, labels: torch.Tensor, tau: float) -> torch.Tensor:
-    """Eq. 8: l_NEG = 1/|C'| * log sum_{a != b in C'} exp(tau * cos(mu_a, mu_b)).
+TEMPERATURE_FORMS = ("multiply", "divide")
+
+
+def negative_block_loss(z: torch.Tensor, labels: torch.Tensor, tau: float, form: str = "multiply") -> torch.Tensor:
+    """Eq. 8: l_NEG = 1/|C'| * log sum_{a != b in C'} exp(s(mu_a, mu_b)), with s = tau * cos (the
+    paper's form, `form="multiply"`) or s = cos / tau (the usual contrastive form, `form="divide"`).
 
     Only classes present in the batch take part (eq. 10). With fewer than two present the sum is
     empty and the term is defined as 0 (nothing to push apart).
     """
+    if form not in TEMPERATURE_FORMS:
+        raise ValueError(f"temperature form must be one of {', '.join(TEMPERATURE_FORMS)}, not {form!r}")
     centres = class_centres(_full(z), labels)
     count = centres.shape[0]
     if count < 2:
         return centres.new_zeros(())
     unit = F.normalize(centres, dim=1, eps=1e-12)
-    similarity = tau * (unit @ unit.T)
+    cosine = unit @ unit.T
+    similarity = tau * cosine if form == "multiply" else cosine / tau
     off_diagonal = ~torch.eye(count, dtype=torch.bool, device=z.device)
     return torch.logsumexp(similarity[off_diagonal], dim=0) / count
+
+
+def term_gradient_norms(terms: dict[str, torch.Tensor], z: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The Frobenius norm of each (weighted) loss term's gradient with respect to the batch's z.
+
+    The graph is kept for the step's own backward pass; a term that does not depend on z (l_NEG of
+    a batch with one class) has gradient 0. Norms come back as detached 0-d tensors (no device sync).
+    """
+    norms = {}
+    for name, term in terms.items():
+        if not term.requires_grad:
+            norms[name] = torch.zeros((), device=z.device)
+            continue
+        (grad,) = torch.autograd.grad(term, z, retain_graph=True, allow_unused=True)
+        norms[name] = torch.zeros((), device=z.device) if grad is None else grad.detach().float().norm()
+    return norms
 
 
 class SoftmaxLoss(nn.Module):
@@ -59,23 +94,38 @@ class SoftmaxLoss(nn.Module):
         super().__init__()
         self.classifier = nn.Linear(dim, num_classes)
 
+    def terms(self, z: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"ce": F.cross_entropy(_full(self.classifier(z)), labels)}
+
     def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(_full(self.classifier(z)), labels)
+        return self.terms(z, labels)["ce"]
 
 
 class NBCSoftmaxLoss(nn.Module):
     """Eq. 11: alpha * softmax cross-entropy + (1 - alpha) * the negative block contrastive term."""
 
-    def __init__(self, num_classes: int, dim: int, tau: float = 0.2, alpha: float = 0.5) -> None:
+    def __init__(
+        self, num_classes: int, dim: int, tau: float = 0.2, alpha: float = 0.5, temperature_form: str = "multiply"
+    ) -> None:
         super().__init__()
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+        if temperature_form not in TEMPERATURE_FORMS:
+            forms = ", ".join(TEMPERATURE_FORMS)
+            raise ValueError(f"temperature_form must be one of {forms}, not {temperature_form!r}")
         self.softmax = SoftmaxLoss(num_classes, dim)
         self.tau = float(tau)
         self.alpha = float(alpha)
+        self.temperature_form = temperature_form
+
+    def terms(self, z: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The two weighted terms of eq. 11: "ce" = alpha * l_SCE, "nbc" = (1 - alpha) * l_NEG."""
+        negative = negative_block_loss(z, labels, self.tau, self.temperature_form)
+        return {"ce": self.alpha * self.softmax(z, labels), "nbc": (1.0 - self.alpha) * negative}
 
     def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return self.alpha * self.softmax(z, labels) + (1.0 - self.alpha) * negative_block_loss(z, labels, self.tau)
+        terms = self.terms(z, labels)
+        return terms["ce"] + terms["nbc"]
 
 
 class MetricLearningLoss(nn.Module):
@@ -85,25 +135,38 @@ class MetricLearningLoss(nn.Module):
         super().__init__()
         self.loss = loss
 
+    def terms(self, z: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"loss": self.loss(_full(z), labels)}
+
     def forward(self, z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.loss(_full(z), labels)
 
 
 @dataclass(frozen=True)
 class NBCSoftmax:
-    """NBC-Softmax (eq. 11): `tau` multiplies the cosine of class centres, `alpha` weighs the
-    cross-entropy against the negative block term (paper: 0.2, 0.5)."""
+    """NBC-Softmax (eq. 11): `tau` the temperature of the centres' cosines, `alpha` weighs the
+    cross-entropy against the negative block term (paper: 0.2 single-market, 0.3 multitask; 0.5).
+
+    temperature_form: "multiply" (the paper's eq. 8, exp(tau * cos)) or "divide" (the usual
+    contrastive form, exp(cos / tau)).
+    """
 
     name: ClassVar[str] = "nbc_softmax"
     tau: float = 0.2
     alpha: float = 0.5
+    temperature_form: str = "multiply"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1], got {self.alpha!r}")
+        if not self.tau > 0:
+            raise ValueError(f"tau must be positive, got {self.tau!r}")
+        if self.temperature_form not in TEMPERATURE_FORMS:
+            forms = ", ".join(TEMPERATURE_FORMS)
+            raise ValueError(f"temperature_form must be one of {forms}, not {self.temperature_form!r}")
 
     def build(self, num_classes: int, dim: int) -> nn.Module:
-        return NBCSoftmaxLoss(num_classes, dim, tau=self.tau, alpha=self.alpha)
+        return NBCSoftmaxLoss(num_classes, dim, tau=self.tau, alpha=self.alpha, temperature_form=self.temperature_form)
 
 
 @dataclass(frozen=True)

@@ -9,63 +9,67 @@ One class, `EpisodeAuthor`, with three registered names that differ only in thei
 The loss is a part: `cosface`, `arcface`, `multi_similarity` and `contrastive` (pytorch-metric-learning)
 are the paper's comparison, e.g. `harness run --system sysml --param loss=cosface --param loss.margin=0.3`.
 
+Sizes and schedule come from a preset (systems.nbcsauthor.settings): "cpu" (the default, minutes on
+a 2-core CPU), "paper" and "paper_multitask" (SYSML's sizes and training, for a GPU), "full" (the
+defaults before presets); any field can be changed on top, e.g. `--param preset=paper --param
+training.epochs=10`.
+
 Fitting: byte-level BPE trained on the training posts; sub-forum rows initialised from metapath2vec
-on each market's training graph (SYSML); then epochs of batches (see systems.nbcsauthor.batches for
-single-task and multitask labels) in toolkit.training's loop, Adam, mixed precision on CUDA, DDP
-under torchrun. Only the encoder is kept: class weights serve training alone.
+on each market's training graph (SYSML; optionally frozen); then epochs of batches (see
+systems.nbcsauthor.batches for single-task and multitask labels) in toolkit.training's loop, Adam,
+mixed precision on CUDA, DDP under torchrun. With `training.validation_share` > 0 a validation split
+is held out by author-episodes (systems.nbcsauthor.validation), its loss measured after each epoch,
+the learning rate reduced on its plateaus and the best epoch's weights kept, as SYSML trains.
+Each epoch's record (fit info `epochs`, saved with the checkpoint) has the mean loss, the learning
+rate, the validation loss, and the mean norm of each loss term's gradient with respect to z
+(`grad_z_ce`, `grad_z_nbc`: the weighted terms of NBC-Softmax). Only the encoder is kept: class
+weights serve training alone.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
 from harness.errors import HarnessError
-from harness.params import build, rename_legacy
+from harness.params import build, build_part, is_part, rename_legacy
 from harness.progress import pbar
 from harness.system import constructor_params
-from systems.nbcsauthor.batches import Batch, LabelPlan, epoch_batches, plan_labels
+from systems.nbcsauthor.batches import Batch, LabelPlan, class_numbers, epoch_batches, plan_labels
 from systems.nbcsauthor.graph import GraphInit, Metapath2Vec, RandomInit
-from systems.nbcsauthor.losses import LOSSES, ArcFace, Contrastive, CosFace, Loss, MultiSimilarity, NBCSoftmax, Softmax
+from systems.nbcsauthor.losses import (
+    LOSSES,
+    ArcFace,
+    Contrastive,
+    CosFace,
+    Loss,
+    MultiSimilarity,
+    NBCSoftmax,
+    Softmax,
+    term_gradient_norms,
+)
 from systems.nbcsauthor.model import WINDOWS, EpisodeEncoder, EpisodeEncoderConfig
+from systems.nbcsauthor.settings import PRESETS, Training
 from systems.nbcsauthor.tokenizer import PostTokenizer
+from systems.nbcsauthor.validation import BestEpoch, hold_out
 from tasks.darkweb.records import DarkwebData, Episode
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
 from toolkit.devices import autocast, resolve_device
-from toolkit.distributed import DistributedContext, init_distributed, shard, wrap_model
+from toolkit.distributed import DistributedContext, all_reduce_mean, init_distributed, shard, wrap_model
 from toolkit.training import train_epochs
 
 logger = logging.getLogger("harness")
 
 UNKNOWN_CONTEXT = 0
 GRAPH_INITS = (Metapath2Vec, RandomInit)
-
-
-@dataclass(frozen=True)
-class Training:
-    """Adam over batches of episodes (SYSML: 30 epochs, batches of 256, lr 1e-3); `cross_sampling`:
-    multitask CROSS episodes per epoch, as a share of all episodes (SYSML: 0.2)."""
-
-    name: ClassVar[str] = "training"
-    epochs: int = 30
-    batch_size: int = 256
-    lr: float = 0.001
-    cross_sampling: float = 0.2
-
-    def __post_init__(self) -> None:
-        if self.epochs < 0:
-            raise ValueError(f"epochs must be at least 0, got {self.epochs!r}")
-        if self.batch_size < 2:
-            raise ValueError(f"batch_size must be at least 2, got {self.batch_size!r}")
 
 
 # checkpoints written before parts: flat parameters, the loss as a string
@@ -94,6 +98,8 @@ LEGACY_RENAMES = {
     "tau": "loss.tau",
     "alpha": "loss.alpha",
 }
+# checkpoints written before presets took their unset fields from the parts' own defaults
+PRESET_BEFORE_PRESETS = "full"
 # the old loss strings -> today's loss part names
 LEGACY_LOSSES = {
     "nbc_softmax": NBCSoftmax.name,
@@ -116,51 +122,78 @@ def migrate_legacy(params: Mapping[str, Any]) -> dict[str, Any]:
     if graph == RandomInit.name:
         flat.pop("graph_epochs", None)
         flat.pop("graph_walks", None)
-    return {"loss": loss, "graph_init": graph, **rename_legacy(flat, LEGACY_RENAMES)}
+    return {"preset": PRESET_BEFORE_PRESETS, "loss": loss, "graph_init": graph, **rename_legacy(flat, LEGACY_RENAMES)}
 
 
 class EpisodeAuthor:
     """SYSML's episode encoder with a metric loss (see the module docstring).
 
-    Parameters (`--param encoder.text_dim=64`, `--param loss=cosface` set them):
+    Parameters (`--param preset=paper`, `--param encoder.text_dim=64`, `--param loss=cosface` set them):
+        preset: "cpu" (default), "paper", "paper_multitask" or "full" (systems.nbcsauthor.settings): the base
+            that encoder, training and graph_init start from, and NBC-Softmax's tau.
         encoder: the episode encoder's sizes (EpisodeEncoderConfig: BPE, CNN, time, context, pooling).
-        loss: NBCSoftmax(tau, alpha), Softmax(), CosFace, ArcFace, MultiSimilarity or Contrastive.
-        graph_init: Metapath2Vec(epochs, walks_per_node) initialises the sub-forum rows (SYSML);
-            RandomInit() leaves them random (the "- graph context" ablation).
-        training: epochs, batch size, learning rate and multitask CROSS sampling (Training).
+        loss: NBCSoftmax(tau, alpha, temperature_form), Softmax(), CosFace, ArcFace, MultiSimilarity
+            or Contrastive.
+        graph_init: Metapath2Vec(epochs, walks_per_node, walk_length, context_size, freeze) initialises
+            the sub-forum rows (SYSML); RandomInit() leaves them random (the "- graph context" ablation).
+        training: epochs, batch size, learning rate, multitask CROSS sampling, validation split,
+            best-epoch and ReduceLROnPlateau (Training).
         device: auto, cpu or cuda; mixed_precision: autocast on CUDA.
         embed_batch_size: episodes per forward pass when embedding.
+
+    A part given as None is the preset's (the loss: the registered name's, with the preset's tau
+    where it is NBC-Softmax); a name or a dict of fields changes the preset's part.
     """
 
     name = "nbcsauthor"
-    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"loss": LOSSES, "graph_init": GRAPH_INITS}
+    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {
+        "encoder": (EpisodeEncoderConfig,),
+        "loss": LOSSES,
+        "graph_init": GRAPH_INITS,
+        "training": (Training,),
+    }
+    DEFAULT_LOSS: ClassVar[type] = NBCSoftmax
+    POOLING: ClassVar[str] = "transformer"
 
-    # parts are frozen dataclasses: a shared default instance is safe (hence noqa B008)
     def __init__(
         self,
-        encoder: EpisodeEncoderConfig = EpisodeEncoderConfig(),  # noqa: B008
-        loss: Loss = NBCSoftmax(),  # noqa: B008
-        graph_init: GraphInit = Metapath2Vec(),  # noqa: B008
-        training: Training = Training(),
+        preset: str = "cpu",
+        encoder: EpisodeEncoderConfig | Mapping[str, Any] | None = None,
+        loss: Loss | str | Mapping[str, Any] | None = None,
+        graph_init: GraphInit | str | Mapping[str, Any] | None = None,
+        training: Training | Mapping[str, Any] | None = None,
         device: str = "auto",
         mixed_precision: bool = True,
         embed_batch_size: int = 512,
     ) -> None:
-        for slot, value, kinds in (
-            ("encoder", encoder, (EpisodeEncoderConfig,)),
-            ("loss", loss, LOSSES),
-            ("graph_init", graph_init, GRAPH_INITS),
-            ("training", training, (Training,)),
-        ):
-            if not isinstance(value, kinds):
-                names = ", ".join(kind.__name__ for kind in kinds)
+        if preset not in PRESETS:
+            raise HarnessError(f"{self.name}: preset must be one of {', '.join(PRESETS)}, not {preset!r}")
+        base = PRESETS[preset]
+        defaults = {
+            "encoder": dataclasses.replace(base.encoder, pooling=self.POOLING),
+            "loss": self._preset_loss(self.DEFAULT_LOSS(), base.tau),
+            "graph_init": base.graph_init,
+            "training": base.training,
+        }
+        parts = {}
+        for slot, spec in (("encoder", encoder), ("loss", loss), ("graph_init", graph_init), ("training", training)):
+            where = f"{self.name}: {slot}"
+            if spec is None:
+                parts[slot] = defaults[slot]
+                continue
+            value = build_part(defaults[slot], spec, choices=self.PART_CHOICES[slot], where=where)
+            if not isinstance(value, self.PART_CHOICES[slot]):
+                names = ", ".join(kind.__name__ for kind in self.PART_CHOICES[slot])
                 raise HarnessError(f"{slot} must be one of {names} (a part object), not {value!r}")
+            given_tau = is_part(spec) or (isinstance(spec, Mapping) and "tau" in spec)
+            parts[slot] = value if slot != "loss" or given_tau else self._preset_loss(value, base.tau)
         if embed_batch_size < 1:
             raise HarnessError(f"embed_batch_size must be at least 1, got {embed_batch_size!r}")
-        self.encoder = encoder
-        self.loss = loss
-        self.graph_init = graph_init
-        self.training = training
+        self.preset = preset
+        self.encoder: EpisodeEncoderConfig = parts["encoder"]
+        self.loss: Loss = parts["loss"]
+        self.graph_init: GraphInit = parts["graph_init"]
+        self.training: Training = parts["training"]
         self.device = device
         self.mixed_precision = bool(mixed_precision)
         self.embed_batch_size = int(embed_batch_size)
@@ -170,6 +203,11 @@ class EpisodeAuthor:
         self._encoder: EpisodeEncoder | None = None
         self._info: dict[str, Any] = {}
 
+    @staticmethod
+    def _preset_loss(loss: Any, tau: float) -> Any:
+        """NBC-Softmax with the preset's tau (the paper: 0.2 single-market, 0.3 multitask)."""
+        return dataclasses.replace(loss, tau=tau) if isinstance(loss, NBCSoftmax) else loss
+
     # -- the protocol ------------------------------------------------------------------------------
 
     def params(self) -> dict[str, Any]:
@@ -177,11 +215,19 @@ class EpisodeAuthor:
 
     @property
     def info(self) -> dict[str, Any]:
-        """What fitting measured: sizes, per-epoch loss and seconds, set-up seconds."""
+        """What fitting measured: sizes, the validation split, per-epoch records, set-up seconds."""
         return dict(self._info)
 
     def fit(self, train: DarkwebData, *, seed: int) -> None:
         """Tokenizer, sub-forum vectors, then the encoder trained with the loss (see the module doc)."""
+        kind = PRESETS[self.preset].multitask
+        if kind is not None and kind != train.multitask:
+            other = {True: "paper_multitask", False: "paper"}[train.multitask]
+            raise HarnessError(
+                f"{self.name}: preset {self.preset!r} is the paper's {'multitask' if kind else 'single-market'} "
+                f"setting, but this training split is {'multitask' if train.multitask else 'single-task'}: "
+                f"use --param preset={other}"
+            )
         device = resolve_device(self.device)
         context = init_distributed(device)
         torch.manual_seed(seed)
@@ -194,29 +240,47 @@ class EpisodeAuthor:
         self._contexts = _context_ids(episodes)
         encoder = self._new_encoder()
         started = time.perf_counter()
-        graph_markets = self._init_contexts(encoder, train, seed)
+        graph_markets = self._init_contexts(encoder, train, seed, device)
         graph_seconds = time.perf_counter() - started
+        frozen = isinstance(self.graph_init, Metapath2Vec) and self.graph_init.freeze and encoder.context is not None
+        if frozen:
+            assert encoder.context is not None
+            encoder.context.weight.requires_grad_(False)
 
-        plan = plan_labels(episodes, multitask=train.multitask, cross_persons=train.cross_persons)
+        # the validation split: the same on every process (its own generator, seeded alike)
+        split = hold_out(episodes, self.training.validation_share, np.random.default_rng([seed, 1]))
+        fitting = [episodes[i] for i in split.fit]
+        held = [episodes[i] for i in split.validation]
+        plan = plan_labels(fitting, multitask=train.multitask, cross_persons=train.cross_persons)
         # ModuleDict keys must be plain names: heads are numbered by their sorted names
         head_keys = {h: f"head{i}" for i, h in enumerate(sorted(plan.classes))}
         dim = self.encoder.output_dim
         heads = nn.ModuleDict({head_keys[h]: self.loss.build(n, dim) for h, n in plan.classes.items()})
         model = _Trainable(encoder, heads).to(device)
         trained = wrap_model(model, context, device)
-        batches_of = _EpisodeTensors(self, episodes)
-        epochs = self._train(trained, model, plan, head_keys, batches_of, context, device, seed)
+        # fitting episodes first, so the plan's indices are the tensors' own; validation after them
+        tensors = _EpisodeTensors(self, fitting + held)
+        numbers = class_numbers(fitting, multitask=train.multitask)
+        validation = _Validation(
+            [len(fitting) + k for k in range(len(held))], [numbers[(e.market, e.author)] for e in held]
+        )
+        epochs, best = self._train(trained, model, plan, head_keys, tensors, validation, context, device, seed)
         self._encoder = encoder.cpu().eval()
         self._info = {
             "train_episodes": len(episodes),
+            "fit_episodes": len(fitting),
+            "validation_episodes": len(held),
+            "validation_eligible_accounts": split.eligible_accounts,
             "classes": plan.classes,
             "cross_persons": len({k[0] for k in plan.cross}),
             "vocab_size": self._tokenizer.vocab_size,
             "contexts": len(self._contexts) + 1,
             "graph_markets": graph_markets,
+            "context_frozen": frozen,
             "tokenizer_seconds": round(tokenizer_seconds, 3),
             "graph_seconds": round(graph_seconds, 3),
             "epochs": epochs,
+            "best_epoch": best,
             "world_size": context.world_size,
             "device": device,
         }
@@ -255,6 +319,7 @@ class EpisodeAuthor:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         if "encoder" not in params:  # written before parts (flat parameters)
             params = migrate_legacy(params)
+        params = {"preset": PRESET_BEFORE_PRESETS, **params}  # written before presets: the defaults then
         system = build(cls, params)
         system._tokenizer = PostTokenizer.from_json(state["tokenizer"])
         system._contexts = {(m, f): int(i) for m, f, i in state["contexts"]}
@@ -282,14 +347,14 @@ class EpisodeAuthor:
         assert self._tokenizer is not None
         return self.encoder.build(self._tokenizer.vocab_size, len(self._contexts) + 1)
 
-    def _init_contexts(self, encoder: EpisodeEncoder, train: DarkwebData, seed: int) -> list[str]:
+    def _init_contexts(self, encoder: EpisodeEncoder, train: DarkwebData, seed: int, device: str) -> list[str]:
         """Copy each market's graph sub-forum vectors into the context table; the markets done."""
         if not isinstance(self.graph_init, Metapath2Vec) or encoder.context is None:
             return []
         done = []
         for market in train.markets:
             posts = [p for p in train.posts if p.market == market]
-            vectors = self.graph_init.vectors(posts, dim=self.encoder.context_dim, seed=seed)
+            vectors = self.graph_init.vectors(posts, dim=self.encoder.context_dim, seed=seed, device=device)
             if not vectors:
                 logger.warning("%s: no thread structure for market %r; its sub-forums start random", self.name, market)
                 continue
@@ -308,16 +373,20 @@ class EpisodeAuthor:
         plan: LabelPlan,
         head_keys: dict[str, str],
         tensors: _EpisodeTensors,
+        validation: _Validation,
         context: DistributedContext,
         device: str,
         seed: int,
-    ) -> list[dict[str, float]]:
-        """Adam in toolkit.training's loop; one record per epoch (mean loss, seconds, batches)."""
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """Adam in toolkit.training's loop, one epoch per call, then the validation loss, the
+        plateau schedule and the best epoch; (one record per epoch, the best epoch or None)."""
         rng = np.random.default_rng(seed)  # the same on every process: batches are planned alike, then sharded
+        settings = self.training
+        norms: dict[str, list[torch.Tensor]] = {}
 
         def batches(epoch: int) -> list[Batch]:
             planned = epoch_batches(
-                plan, batch_size=self.training.batch_size, cross_sampling=self.training.cross_sampling, rng=rng
+                plan, batch_size=settings.batch_size, cross_sampling=settings.cross_sampling, rng=rng
             )
             return shard(planned, context)
 
@@ -325,19 +394,88 @@ class EpisodeAuthor:
             inputs = tensors.batch(batch.episodes, device)
             labels = torch.from_numpy(batch.labels).to(device)
             with autocast(device, self.mixed_precision):
-                return trained(*inputs, labels, head_keys[batch.head], context.enabled)
+                loss, term_norms = trained(*inputs, labels, head_keys[batch.head], context.enabled, True)
+            for name, value in term_norms.items():
+                norms.setdefault(name, []).append(value)
+            return loss
 
-        return train_epochs(
-            network=trained,
-            optimizer=torch.optim.Adam(model.parameters(), lr=self.training.lr),
-            epochs=self.training.epochs,
-            epoch_batches=batches,
-            batch_loss=batch_loss,
-            device=device,
-            mixed_precision=self.mixed_precision,
-            label=self.name,
-            context=context,
-        )
+        optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=settings.lr)
+        scheduler = None
+        if validation.index and settings.lr_patience is not None:
+            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+                optimizer, mode="min", factor=settings.lr_factor, patience=settings.lr_patience, min_lr=settings.min_lr
+            )
+        best = BestEpoch()
+        history: list[dict[str, Any]] = []
+        for epoch in range(settings.epochs):
+            lr = optimizer.param_groups[0]["lr"]
+            norms.clear()
+            # toolkit.training's loop, one epoch at a time: the validation, schedule and best-epoch
+            # steps need the end of each epoch (the loop has no per-epoch hook)
+            (record,) = train_epochs(
+                network=trained,
+                optimizer=optimizer,
+                epochs=1,
+                epoch_batches=lambda _: batches(epoch),  # noqa: B023  (called within this iteration)
+                batch_loss=batch_loss,
+                device=device,
+                mixed_precision=self.mixed_precision,
+                label=f"{self.name} [{epoch + 1}/{settings.epochs}]",
+                context=context,
+            )
+            record = {"epoch": epoch + 1, **record, "lr": lr}
+            for name, values in sorted(norms.items()):
+                mean = float(torch.stack(values).mean()) if values else 0.0
+                record[f"grad_z_{name}"] = float(f"{all_reduce_mean(mean, context):.6g}")
+            if validation.index:
+                loss = all_reduce_mean(self._validation_loss(model, head_keys, tensors, validation, device), context)
+                record["val_loss"] = round(loss, 6)
+                if scheduler is not None:
+                    scheduler.step(loss)
+                if best.update(epoch + 1, loss, model.encoder):
+                    record["best"] = True
+                logger.info("%s epoch %d: validation loss %.4f, lr %.2g", self.name, epoch + 1, loss, lr)
+            history.append(record)
+        if validation.index and settings.restore_best and best.epoch is not None:
+            best.restore(model.encoder)
+            logger.info("%s: kept epoch %d (validation loss %.4f)", self.name, best.epoch, best.loss)
+            return history, best.epoch
+        return history, None
+
+    def _validation_loss(
+        self,
+        model: _Trainable,
+        head_keys: dict[str, str],
+        tensors: _EpisodeTensors,
+        validation: _Validation,
+        device: str,
+    ) -> float:
+        """The loss on the validation episodes, in eval mode, a mean over episodes (batches by head)."""
+        by_head: dict[str, list[int]] = {}
+        for k, (head, _) in enumerate(validation.labels):
+            by_head.setdefault(head, []).append(k)
+        model.eval()
+        total, count = 0.0, 0
+        with torch.no_grad():
+            for head in sorted(by_head):
+                members = by_head[head]
+                for start in range(0, len(members), self.training.batch_size):
+                    chunk = members[start : start + self.training.batch_size]
+                    index = np.asarray([validation.index[k] for k in chunk], dtype=np.int64)
+                    labels = torch.tensor([validation.labels[k][1] for k in chunk], dtype=torch.long, device=device)
+                    with autocast(device, self.mixed_precision):
+                        loss, _ = model(*tensors.batch(index, device), labels, head_keys[head])
+                    total += float(loss) * len(chunk)
+                    count += len(chunk)
+        model.train()
+        return total / max(count, 1)
+
+
+class _Validation(NamedTuple):
+    """The validation episodes: their rows in the episode tensors, and their (head, label)."""
+
+    index: list[int]
+    labels: list[tuple[str, int]]
 
 
 class _Trainable(nn.Module):
@@ -358,14 +496,24 @@ class _Trainable(nn.Module):
         labels: torch.Tensor,
         head: str,
         touch_all: bool = False,
-    ) -> torch.Tensor:
-        loss = self.heads[head](self.encoder(tokens, lengths, weekdays, contexts, post_mask), labels)
+        measure: bool = False,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(the loss, {term: norm of its gradient w.r.t. z} when `measure` and gradients are on, else {})."""
+        z = self.encoder(tokens, lengths, weekdays, contexts, post_mask)
+        # the terms see z in full precision: gradients of 1e-9 must not underflow in float16
+        z = z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
+        terms = self.heads[head].terms(z, labels)
+        norms = term_gradient_norms(terms, z) if measure and torch.is_grad_enabled() else {}
+        loss = None
+        for term in terms.values():
+            loss = term if loss is None else loss + term
+        assert loss is not None
         if touch_all:
             # DDP waits for a gradient of every parameter: the heads this batch did not use get zeros
             idle = [p.sum() for name, h in self.heads.items() if name != head for p in h.parameters()]
             if idle:
                 loss = loss + 0.0 * torch.stack(idle).sum()
-        return loss
+        return loss, norms
 
 
 class _EpisodeTensors:
@@ -412,13 +560,12 @@ class SYSML(EpisodeAuthor):
     """SYSML (Maneriker et al. 2021): the same encoder trained with plain softmax."""
 
     name = "sysml"
-    __init__ = functools.partialmethod(EpisodeAuthor.__init__, loss=Softmax())
+    DEFAULT_LOSS = Softmax
 
 
 class EpisodeCNN(EpisodeAuthor):
     """The CNN baseline with time and context: mean pooling over the episode instead of the transformer."""
 
     name = "episode_cnn"
-    __init__ = functools.partialmethod(
-        EpisodeAuthor.__init__, encoder=EpisodeEncoderConfig(pooling="mean"), loss=Softmax()
-    )
+    DEFAULT_LOSS = Softmax
+    POOLING = "mean"
