@@ -11,7 +11,15 @@ import torch
 from systems.varlen_linker.batching import blank_row, post_table, training_batch
 from systems.varlen_linker.losses import LOSSES, TopKLoss, TripletLoss, euclidean_distances, top_k_loss
 from systems.varlen_linker.model import SampleEncoder, SampleEncoderConfig
-from systems.varlen_linker.sampling import SampleSizes, epoch_batches, length_distribution, sample_length, sample_span
+from systems.varlen_linker.sampling import (
+    OverlappingSampling,
+    PeriodSampling,
+    SampleSizes,
+    epoch_batches,
+    length_distribution,
+    sample_length,
+    sample_span,
+)
 from systems.varlen_linker.text import PAD_ID, SubwordTokenizer
 from tasks.reddit import Action
 
@@ -108,13 +116,20 @@ def test_training_batch_shapes_and_padding(tokenizer: SubwordTokenizer):
     table = post_table(actions, tokenizer, post_length=6, num_subreddits=2)
     offsets = np.array([0, 20, 23, 30])  # author 1 has only 3 posts
     kwargs = {"samples_per_author": 2, "sizes": SampleSizes(min_length=4, max_length=8)}
-    batch = training_batch(table, offsets, np.array([0, 1, 2]), np.random.default_rng(0), pad_to=None, **kwargs)
+    old = {**kwargs, "sampling": OverlappingSampling()}
+    batch = training_batch(table, offsets, np.array([0, 1, 2]), np.random.default_rng(0), pad_to=None, **old)
     assert batch.labels.tolist() == [0, 0, 1, 1, 2, 2]
     assert batch.lengths[2] == batch.lengths[3] == 3  # fewer posts than the sample size: all of them
     assert batch.tokens.shape == (batch.lengths.sum(), 6)
-    fixed = training_batch(table, offsets, np.array([0, 1]), np.random.default_rng(0), pad_to=8, **kwargs)
+    fixed = training_batch(table, offsets, np.array([0, 1]), np.random.default_rng(0), pad_to=8, **old)
     assert fixed.lengths.tolist() == [8, 8, 8, 8]
     assert (fixed.hours[16 + 3 : 24] == -1).all()  # author 1's samples are padded with blank posts
+    # periods: author 1's 3 posts are cut into 2 periods (1 and 2 posts), one sample in each
+    periods = {**kwargs, "sampling": PeriodSampling(min_posts=1)}
+    batch = training_batch(table, offsets, np.array([1]), np.random.default_rng(0), pad_to=None, **periods)
+    assert sorted(batch.lengths.tolist()) == [1, 2] and batch.tokens.shape == (3, 6)
+    fixed = training_batch(table, offsets, np.array([1]), np.random.default_rng(0), pad_to=8, **periods)
+    assert fixed.lengths.tolist() == [8, 8] and int((fixed.hours >= 0).sum()) == 3
 
 
 # ---------------------------------------------------------------------------------------- model

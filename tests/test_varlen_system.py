@@ -19,7 +19,7 @@ from harness.params import build
 from systems.baselines.forum_tfidf import RedditTfidf
 from systems.varlen_linker.losses import TopKLoss
 from systems.varlen_linker.model import SampleEncoderConfig
-from systems.varlen_linker.sampling import SampleSizes
+from systems.varlen_linker.sampling import OverlappingSampling, SampleSizes
 from systems.varlen_linker.system import IurFixed, Training, VarlenAvg, VarlenLinker, upgrade_params
 from tasks.reddit import Action
 
@@ -121,10 +121,12 @@ def test_bad_input(fitted, train):
 
 def test_fit_with_authors_shorter_than_the_sample_size():
     short = synthetic_train_data(n_authors=6, per_author=3)  # every author has fewer posts than S = 16
-    system = tiny(VarlenLinker, {"sample_sizes.min_length": 1, "sample_sizes.max_length": 16})
+    keep_all = {"sampling.min_posts": 1}  # 3 posts: 2 periods of 1 and 2 posts
+    system = tiny(VarlenLinker, {"sample_sizes.min_length": 1, "sample_sizes.max_length": 16, **keep_all})
     system.fit(short, seed=0)
     assert np.isfinite(system.embed([s.actions for s in short.streams])).all()
-    iur = tiny(IurFixed)  # pads the 3-post samples to 16 in training
+    assert system.training_stats["authors"] == 6
+    iur = tiny(IurFixed, keep_all)  # pads the 1- and 2-post samples to 16 in training
     iur.fit(short, seed=0)
     assert iur.embed([short.streams[0].actions]).shape == (1, 12)
 
@@ -140,6 +142,12 @@ def test_fit_with_authors_shorter_than_the_sample_size():
         ({"loss.top_k": 0, "loss": "topk"}, "top_k must be positive"),
         ({"cpu_threads": 0}, "cpu_threads must be positive"),
         ({"vocab_size": 10}, "has no parameter(s) vocab_size"),
+        ({"preset": "gpu"}, "preset must be one of cpu, paper, not 'gpu'"),
+        ({"sampling": "random"}, "sampling must be one of overlapping, periods, not 'random'"),
+        ({"sampling.min_posts": 0}, "min_posts must be positive"),
+        ({"sampling.min_posts": 9, "sampling.max_posts": 4}, "max_posts must be None or at least min_posts"),
+        ({"training": "sgd", "training.momentum": 1.0}, "momentum must lie in [0, 1)"),
+        ({"training.momentum": 0.5}, "training (adam) has no field 'momentum'"),
     ],
 )
 def test_bad_parameters_are_one_line_errors_naming_them(params, message):
@@ -149,8 +157,9 @@ def test_bad_parameters_are_one_line_errors_naming_them(params, message):
 
 
 def test_bad_parts_and_too_little_data():
-    with pytest.raises(HarnessError, match="loss must be a TripletLoss or TopKLoss or RankedListLoss, not 'topk'"):
-        VarlenLinker(loss="topk")
+    assert VarlenLinker(loss="topk").loss == TopKLoss()  # a part's name, as on the command line
+    with pytest.raises(HarnessError, match="loss must be a TripletLoss or TopKLoss or RankedListLoss, not SampleS"):
+        VarlenLinker(loss=SampleSizes())
     with pytest.raises(ValueError, match="samples_per_author"):
         Training(samples_per_author=1)
     with pytest.raises(HarnessError, match="at least 2 authors"):
@@ -163,6 +172,7 @@ def test_parts_from_dotted_keys_and_the_nested_params():
     assert system.loss == TopKLoss(top_k=8) and system.training == Training(lr=0.01)
     assert system.sample_sizes == SampleSizes(min_length=16, max_length=16)  # the baseline's default
     params = system.params()
+    assert params["preset"] == "cpu" and params["sampling"] == {"name": "periods", "min_posts": 8, "max_posts": None}
     assert params["loss"] == {"name": "topk", "top_k": 8, "margin": 0.25}
     assert params["sample_sizes"] == {"name": "beta", "min_length": 16, "max_length": 16, "beta_a": 3.0, "beta_b": 1.0}
     assert params["encoder"]["name"] == "sample_encoder" and params["embed_batch_posts"] == 4096
@@ -188,6 +198,8 @@ def test_a_checkpoint_of_the_flat_parameter_format_loads_and_embeds_the_same():
     assert system.loss == TopKLoss(top_k=3, margin=0.3) and system.sample_sizes == SampleSizes()
     assert system.training == Training(authors_per_batch=4, samples_per_author=2, epochs=1, steps_per_epoch=2)
     assert (system.device, system.cpu_threads) == ("cpu", 1)
+    # trained before issue 13: the checkpoint says it had the overlapping sampler, every author kept
+    assert system.sampling == OverlappingSampling() and system.preset == "cpu"
     train = synthetic_train_data(n_authors=6, per_author=10)
     samples = [train.streams[i].actions[: 1 + 3 * i] for i in range(6)]
     expected = np.asarray(json.loads((LEGACY / "expected.json").read_text())["embeddings"], dtype=np.float32)
@@ -206,8 +218,11 @@ def test_flat_parameters_upgrade_to_parts(loss, settings, part):
     flat = {"loss": loss, "margin": 0.2, "top_k": 4, "top_k_margin": 0.25, **settings}
     flat.update(vocab_size=50, min_sample_length=16, max_sample_length=16, epochs=3, device="cpu")
     expected = {"encoder.vocab_size": 50, "sample_sizes.min_length": 16, "sample_sizes.max_length": 16}
-    assert upgrade_params(flat) == {**expected, "training.epochs": 3, "device": "cpu", **part}
-    assert upgrade_params({"loss": {"name": "topk"}}) == {"loss": {"name": "topk"}}  # today's form: as it is
+    old = {"sampling": "overlapping"}  # no sampling part: trained with the sampler of before issue 13
+    assert upgrade_params(flat) == {**expected, "training.epochs": 3, "device": "cpu", **part, **old}
+    assert upgrade_params({"loss": {"name": "topk"}}) == {"loss": {"name": "topk"}, **old}  # parts: as they are
+    today = {"loss": {"name": "topk"}, "sampling": {"name": "periods", "min_posts": 8}}
+    assert upgrade_params(today) == today
     with pytest.raises(HarnessError, match="unknown loss 'arcface'"):
         upgrade_params({"loss": "arcface"})
 

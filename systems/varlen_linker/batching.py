@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from systems.varlen_linker.sampling import SampleSizes, sample_span
+from systems.varlen_linker.sampling import OverlappingSampling, PeriodSampling, SampleSizes
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action
 
@@ -89,10 +89,11 @@ def training_batch(
     *,
     samples_per_author: int,
     sizes: SampleSizes,
+    sampling: PeriodSampling | OverlappingSampling,
     pad_to: int | None,
 ) -> Batch:
     """`samples_per_author` contiguous samples of each author (stream i is rows offsets[i]:offsets[i+1]),
-    each of a size drawn from `sizes`.
+    each of a size drawn from `sizes`, placed in the stream by `sampling` (systems.varlen_linker.sampling).
 
     With `pad_to`, shorter samples are padded with blank posts to that many posts (the fixed-length
     IUR-style model sees padding as posts, as it does at test time).
@@ -100,9 +101,7 @@ def training_batch(
     units, labels = [], []
     for author in authors:
         start, stop = int(offsets[author]), int(offsets[author + 1])
-        for _ in range(samples_per_author):
-            size = sizes.draw(rng)
-            first, last = sample_span(rng, stop - start, size)
+        for first, last in sampling.spans(rng, stop - start, sizes, samples_per_author):
             rows = np.arange(start + first, start + last, dtype=np.int64)
             units.append(rows if pad_to is None else padded(rows, pad_to, blank_row(table)))
             labels.append(int(author))

@@ -15,33 +15,54 @@ model on the training texts, then batches of `authors_per_batch` distinct author
 the shared training loop (toolkit.training). Mixed precision on CUDA; data parallel under torchrun
 (one batch per process per step).
 
+Training samples: an author's samples of a batch come from distinct periods of their posts and
+never share a post, and authors with fewer than `sampling.min_posts` training posts are left out
+(systems.varlen_linker.sampling; `--param sampling=overlapping` gives the sampler of the runs before
+issue 13, independent starts over the whole stream, with every author kept).
+
 The constructor takes parts (harness.params): `encoder` (SampleEncoderConfig), `sample_sizes`
-(SampleSizes), `loss` (TripletLoss, TopKLoss or RankedListLoss) and `training` (Training):
+(SampleSizes), `sampling` (PeriodSampling or OverlappingSampling), `loss` (TripletLoss, TopKLoss or
+RankedListLoss) and `training` (Training, Adam; or SgdTraining):
 `VarlenLinker(encoder=SampleEncoderConfig(token_dim=32), loss=TopKLoss(top_k=8))`, or on the command
 line `--param encoder.token_dim=32 --param loss=topk --param loss.top_k=8`.
+
+Two presets (`--param preset=NAME`) give the parts' defaults; a part given on its own overrides them,
+field by field (`--param preset=paper --param training.epochs=3`):
+- "cpu" (the default): small layers (64-128), vocabulary 8192, Adam, 5 passes over the authors;
+  trains on 2 CPU cores. Minimum-posts filter 8 (2 posts per period for the 4 samples of an author).
+- "paper": the paper's sizes (appendix B and C: subword and subreddit embeddings 512, 512
+  convolution filters per width, attention 512, embedding D = 1024, SentencePiece vocabulary 2^16,
+  32 subwords per post; triplet loss, margin 0.2, appendix A; samples of 1 to 16 posts, Beta(3, 1),
+  section 2.3) and MUD's filter of 100 to 1000 posts per author (section 4.1). The paper does not
+  state its optimiser or batch; those come from the authors' released configuration
+  (github.com/noa/naacl2021, expts/reddit/million_user_configs/full_triplet_varying_1_16.cfg):
+  batches of 1024 samples (256 authors x 4), SGD with momentum 0.9, learning rate 0.05 divided by
+  10 three times (at 1/4, 1/2, 3/4 of the steps), gradient norm clipped to 1, 100 epochs of 10,000
+  steps. Meant for a GPU (mixed precision on CUDA): set `training.epochs` / `training.steps_per_epoch`
+  to the time at hand; the decay points follow the total. On this project's forum data only 44 of
+  3,232 training authors have 100 posts or more: lower `sampling.min_posts` to train on more.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 import torch
 
 from harness.errors import HarnessError
-from harness.params import build, rename_legacy
+from harness.params import build, build_part, rename_legacy
 from harness.system import constructor_params
 from systems.varlen_linker.batching import Batch, PostTable, blank_row, make_batch, padded, post_table, training_batch
 from systems.varlen_linker.losses import LOSSES, RankedListLoss, TopKLoss, TripletLoss
 from systems.varlen_linker.model import SampleEncoder, SampleEncoderConfig
-from systems.varlen_linker.sampling import SampleSizes, epoch_batches
+from systems.varlen_linker.sampling import SAMPLINGS, OverlappingSampling, PeriodSampling, SampleSizes, epoch_batches
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action, RedditData
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
@@ -81,6 +102,82 @@ class Training:
             raise ValueError(f"epochs must be >= 0, got {self.epochs}")
         if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
             raise ValueError(f"steps_per_epoch must be positive or None, got {self.steps_per_epoch}")
+        if self.lr <= 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+
+    def optimizer(self, parameters: Any) -> torch.optim.Optimizer:
+        """Adam over `parameters` at learning rate `lr`."""
+        return torch.optim.Adam(parameters, lr=self.lr)
+
+    def lr_factor(self, step: int, total: int) -> float:
+        """The learning rate's factor after `step` of `total` steps: constant."""
+        return 1.0
+
+
+@dataclass(frozen=True)
+class SgdTraining(Training):
+    """Training with SGD and momentum, the learning rate divided by 10 `lr_decays` times, at evenly
+    spaced points of the run (3: at 1/4, 1/2 and 3/4 of the steps, as the authors' released
+    configuration does at 250k, 500k and 750k of 1M steps). Other fields as Training.
+    """
+
+    name: ClassVar[str] = "sgd"
+    lr: float = 0.05
+    momentum: float = 0.9
+    lr_decays: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.momentum < 1.0:
+            raise ValueError(f"momentum must lie in [0, 1), got {self.momentum}")
+        if self.lr_decays < 0:
+            raise ValueError(f"lr_decays must be >= 0, got {self.lr_decays}")
+
+    def optimizer(self, parameters: Any) -> torch.optim.Optimizer:
+        """SGD with momentum over `parameters` at learning rate `lr`."""
+        return torch.optim.SGD(parameters, lr=self.lr, momentum=self.momentum)
+
+    def lr_factor(self, step: int, total: int) -> float:
+        """0.1 to the number of decay points (k total / (lr_decays + 1), k = 1..lr_decays) reached by `step`."""
+        points = [k * total // (self.lr_decays + 1) for k in range(1, self.lr_decays + 1)]
+        return 0.1 ** sum(1 for point in points if step >= point)
+
+
+TRAININGS = (Training, SgdTraining)
+Sampling = PeriodSampling | OverlappingSampling
+Loss = TripletLoss | TopKLoss | RankedListLoss
+
+
+class Preset(NamedTuple):
+    """The parts a named preset gives a system, where the caller gives none."""
+
+    encoder: SampleEncoderConfig
+    sample_sizes: SampleSizes
+    sampling: Sampling
+    loss: Loss
+    training: Training
+
+
+# the paper's sizes (appendix B, C) and the released configuration's schedule; see the module doc
+PAPER_ENCODER = SampleEncoderConfig(
+    vocab_size=2**16, post_length=32, token_dim=512, filters=512, subreddit_dim=512, attention_dim=512,
+    embedding_dim=1024,
+)  # fmt: skip
+PAPER_TRAINING = SgdTraining(
+    authors_per_batch=256, samples_per_author=4, epochs=100, steps_per_epoch=10_000, lr=0.05, momentum=0.9,
+    lr_decays=3, grad_clip=1.0,
+)  # fmt: skip
+
+
+def presets(sample_sizes: SampleSizes) -> dict[str, Preset]:
+    """The "cpu" and "paper" presets of a variant trained on samples of `sample_sizes`."""
+    return {
+        "cpu": Preset(SampleEncoderConfig(), sample_sizes, PeriodSampling(), TripletLoss(), Training()),
+        "paper": Preset(
+            PAPER_ENCODER, sample_sizes, PeriodSampling(min_posts=100, max_posts=1000), TripletLoss(margin=0.2),
+            PAPER_TRAINING,
+        ),
+    }  # fmt: skip
 
 
 # Checkpoints written before parts had flat parameters and the loss as a string: old name -> dotted name.
@@ -110,8 +207,11 @@ _LEGACY_LOSS_PARAMS = ("margin", "top_k", "top_k_margin")
 
 def upgrade_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """A checkpoint's parameters in today's form: those of the flat format (the loss a string)
-    renamed to dotted names, the loss string and its settings made a loss part; others as they are.
+    renamed to dotted names, the loss string and its settings made a loss part; a checkpoint
+    without a sampling part was trained with the overlapping sampler, and says so; others as they are.
     """
+    if "sampling" not in params and "sampling.name" not in params:
+        params = {**params, "sampling": OverlappingSampling.name}
     if not isinstance(params.get("loss"), str):
         return dict(params)
     flat = dict(params)
@@ -130,12 +230,16 @@ class VarlenLinker:
     """Variable-length sample encoder (Khan et al. 2021); see the module docstring.
 
     Parameters (parts, or JSON values, so `harness run --param KEY=VALUE` can set them):
+        preset: "cpu" (default) or "paper": the defaults of the five parts below (module docstring).
         encoder: the sample encoder's vocabulary, post length, layer sizes and features
             (SampleEncoderConfig; paper: 2^16, 32, 512, 512 per width, 512, 512, 1024, S and P).
         sample_sizes: R, S and Beta(a, b) of the training sample sizes (SampleSizes; paper: 1, 16, 3, 1).
+        sampling: where an author's samples lie and which authors train: PeriodSampling (distinct
+            periods, no shared post; minimum-posts filter) or OverlappingSampling (the old sampler).
         loss: TripletLoss (semi-hard mining, paper margin 0.2), TopKLoss (Lu et al.; paper k = 4,
             margin 0.25) or RankedListLoss (pytorch-metric-learning).
-        training: batch shape, epochs and steps, Adam's learning rate, gradient clip (Training).
+        training: batch shape, epochs and steps, learning rate, gradient clip: Training (Adam) or
+            SgdTraining (SGD with momentum and step decays).
         embed_batch_posts: posts per forward pass when embedding.
         device: "auto", "cpu" or "cuda"; mixed_precision: autocast on CUDA (ignored on CPU).
         cpu_threads: torch's CPU threads while fitting and embedding (None: torch's default). On a
@@ -145,39 +249,43 @@ class VarlenLinker:
     name: ClassVar[str] = "varlen_linker"
     metric: ClassVar[str] = "euclidean"
     embed_mode: ClassVar[str] = "whole"
-    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"loss": LOSSES}
+    # the classes each part slot accepts (harness.params.build_part picks one by name)
+    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {
+        "encoder": (SampleEncoderConfig,),
+        "sample_sizes": (SampleSizes,),
+        "sampling": SAMPLINGS,
+        "loss": LOSSES,
+        "training": TRAININGS,
+    }
+    PRESETS: ClassVar[dict[str, Preset]] = presets(SampleSizes())
 
     def __init__(
         self,
         *,
-        # parts are frozen dataclasses: a shared default cannot change
-        encoder: SampleEncoderConfig = SampleEncoderConfig(),  # noqa: B008
-        sample_sizes: SampleSizes = SampleSizes(),  # noqa: B008
-        loss: TripletLoss | TopKLoss | RankedListLoss = TripletLoss(),  # noqa: B008
-        training: Training = Training(),
+        preset: str = "cpu",
+        encoder: SampleEncoderConfig | None = None,
+        sample_sizes: SampleSizes | None = None,
+        sampling: Sampling | None = None,
+        loss: Loss | None = None,
+        training: Training | None = None,
         embed_batch_posts: int = 4096,
         device: str = "auto",
         mixed_precision: bool = True,
         cpu_threads: int | None = None,
     ) -> None:
-        slots = (
-            ("encoder", encoder, (SampleEncoderConfig,)),
-            ("sample_sizes", sample_sizes, (SampleSizes,)),
-            ("loss", loss, LOSSES),
-            ("training", training, (Training,)),
-        )
-        for slot, value, kinds in slots:
-            if not isinstance(value, kinds):
-                names = " or ".join(kind.__name__ for kind in kinds)
-                raise HarnessError(f"{self.name}: {slot} must be a {names}, not {value!r}")
+        if preset not in self.PRESETS:
+            raise HarnessError(f"{self.name}: preset must be one of {', '.join(self.PRESETS)}, not {preset!r}")
         if embed_batch_posts < 1:
             raise HarnessError(f"{self.name}: embed_batch_posts must be positive, got {embed_batch_posts}")
         if cpu_threads is not None and cpu_threads < 1:
             raise HarnessError(f"{self.name}: cpu_threads must be positive or None")
-        self.encoder = encoder
-        self.sample_sizes = sample_sizes
-        self.loss = loss
-        self.training = training
+        chosen = self.PRESETS[preset]
+        self.preset = preset
+        self.encoder: SampleEncoderConfig = self._part("encoder", encoder, chosen.encoder)
+        self.sample_sizes: SampleSizes = self._part("sample_sizes", sample_sizes, chosen.sample_sizes)
+        self.sampling: Sampling = self._part("sampling", sampling, chosen.sampling)
+        self.loss: Loss = self._part("loss", loss, chosen.loss)
+        self.training: Training = self._part("training", training, chosen.training)
         self.embed_batch_posts = embed_batch_posts
         self.device = device
         self.mixed_precision = mixed_precision
@@ -186,6 +294,16 @@ class VarlenLinker:
         self._model: SampleEncoder | None = None
         self._num_subreddits: int | None = None
         self.training_stats: dict[str, Any] = {}
+
+    def _part(self, slot: str, given: Any, default: Any) -> Any:
+        """The part for `slot`: the preset's, or a part, name or fields given (fields over the preset's values)."""
+        if given is None:
+            return default
+        part = build_part(default, given, choices=self.PART_CHOICES[slot], where=f"{self.name}: {slot}")
+        if not isinstance(part, self.PART_CHOICES[slot]):
+            names = " or ".join(kind.__name__ for kind in self.PART_CHOICES[slot])
+            raise HarnessError(f"{self.name}: {slot} must be a {names}, not {given!r}")
+        return part
 
     def params(self) -> dict[str, Any]:
         """The constructor parameters, parts as nested dicts."""
@@ -198,7 +316,7 @@ class VarlenLinker:
         return self.sample_sizes.max_length if self.embed_mode == "groups" else None
 
     def fit(self, train: RedditData, *, seed: int) -> None:
-        """Train the tokenizer and the encoder on the training streams (every author with at least one post)."""
+        """Train the tokenizer on every training post, the encoder on the authors `sampling` keeps."""
         with torch_threads(self.cpu_threads):
             self._fit(train, seed=seed)
 
@@ -207,26 +325,37 @@ class VarlenLinker:
         context = init_distributed(device)
         torch.manual_seed(seed)
         started, rss_before = time.perf_counter(), peak_rss_mb()
-        streams = [s for s in train.streams if s.actions]
+        training = self.training
+        with_posts = [s for s in train.streams if s.actions]
+        if len(with_posts) < 2:
+            raise HarnessError(f"{self.name}: training needs at least 2 authors with posts, got {len(with_posts)}")
+        streams = [s for s in with_posts if self.sampling.keeps(len(s.actions), training.samples_per_author)]
         if len(streams) < 2:
-            raise HarnessError(f"{self.name}: training needs at least 2 authors with posts, got {len(streams)}")
-        actions = [a for s in streams for a in s.actions]
+            raise HarnessError(
+                f"{self.name}: {len(streams)} of {len(with_posts)} training authors pass the minimum-posts filter "
+                f"(sampling: {self.sampling}, {training.samples_per_author} samples per author); metric learning "
+                "needs at least 2: lower sampling.min_posts"
+            )
         self._num_subreddits = len(train.subreddits) + 1  # the task's N most common plus "other"
-        tokenizer = self._train_tokenizer([a.text for a in actions], seed, context, device)
+        # subwords from every training post: the filter is about which authors give samples
+        all_texts = [a.text for s in with_posts for a in s.actions]
+        tokenizer = self._train_tokenizer(all_texts, seed, context, device)
+        actions = [a for s in streams for a in s.actions]
         post_length = self.encoder.post_length
         table = post_table(actions, tokenizer, post_length=post_length, num_subreddits=self._num_subreddits)
         offsets = np.cumsum([0] + [len(s.actions) for s in streams])
         model = self.encoder.build(num_tokens=tokenizer.vocab_size, num_subreddits=self._num_subreddits).to(device)
         network = wrap_model(model, context, device)
-        training = self.training
-        optimizer = torch.optim.Adam(model.parameters(), lr=training.lr)
+        optimizer = training.optimizer(model.parameters())
         loss_fn = self.loss.build()
         steps = training.steps_per_epoch or max(1, math.ceil(len(streams) / training.authors_per_batch))
+        total_steps = training.epochs * len(shard(list(range(steps)), context))  # this process's, for lr decays
         logger.info(
-            "%s: %d authors, %d posts, vocabulary %d, %d epochs x %d steps, %d process(es)",
-            self.name, len(streams), len(actions), tokenizer.vocab_size, training.epochs, steps, context.world_size,
+            "%s: %d of %d authors (sampling %s), %d posts, vocabulary %d, %d epochs x %d steps, %d process(es)",
+            self.name, len(streams), len(with_posts), self.sampling.name, len(actions), tokenizer.vocab_size,
+            training.epochs, steps, context.world_size,
         )  # fmt: skip
-        seen = {"samples": 0, "posts": 0}
+        seen = {"samples": 0, "posts": 0, "steps": 0}
 
         def batches_of(epoch: int) -> _LazyBatches:
             plan = _epoch_batches(len(streams), training.authors_per_batch, seed, epoch, steps)
@@ -235,7 +364,7 @@ class VarlenLinker:
                 rng = np.random.default_rng([seed, epoch, index])  # the same batch whatever the process count
                 return training_batch(
                     table, offsets, plan[index], rng, samples_per_author=training.samples_per_author,
-                    sizes=self.sample_sizes, pad_to=self._training_pad(),
+                    sizes=self.sample_sizes, sampling=self.sampling, pad_to=self._training_pad(),
                 )  # fmt: skip
 
             return _LazyBatches(shard(list(range(len(plan))), context), make)
@@ -251,6 +380,10 @@ class VarlenLinker:
                 trim_heap()
             seen["samples"] += len(batch.lengths)
             seen["posts"] += int((batch.hours >= 0).sum())  # real posts, not padding
+            seen["steps"] += 1
+            factor = training.lr_factor(seen["steps"], total_steps)
+            for group in optimizer.param_groups:
+                group["lr"] = training.lr * factor
 
         train_started = time.perf_counter()
         history = train_epochs(
@@ -268,6 +401,10 @@ class VarlenLinker:
             "processes": context.world_size,
             "authors": len(streams),
             "posts": len(actions),
+            "authors_with_posts": len(with_posts),
+            "authors_left_out_by_filter": len(with_posts) - len(streams),
+            "tokenizer_posts": len(all_texts),
+            "final_lr": optimizer.param_groups[0]["lr"],
             "vocab_size": tokenizer.vocab_size,
             "steps_per_process": sum(int(record["batches"]) for record in history),
             "samples_per_process": samples_seen,
@@ -434,8 +571,8 @@ class IurFixed(VarlenLinker):
 
     name: ClassVar[str] = "iur_fixed"
     embed_mode: ClassVar[str] = "groups"
-    # the same constructor with other defaults: `harness run --param` and the result record see them
-    __init__ = functools.partialmethod(VarlenLinker.__init__, sample_sizes=SampleSizes(min_length=16, max_length=16))
+    # the same constructor, presets with other sample sizes: `harness run --param` and the result record see them
+    PRESETS: ClassVar[dict[str, Preset]] = presets(SampleSizes(min_length=16, max_length=16))
 
 
 class VarlenAvg(VarlenLinker):
@@ -445,5 +582,5 @@ class VarlenAvg(VarlenLinker):
 
     name: ClassVar[str] = "varlen_avg"
     embed_mode: ClassVar[str] = "posts"
-    # the same constructor with other defaults: `harness run --param` and the result record see them
-    __init__ = functools.partialmethod(VarlenLinker.__init__, sample_sizes=SampleSizes(min_length=1, max_length=1))
+    # the same constructor, presets with other sample sizes: `harness run --param` and the result record see them
+    PRESETS: ClassVar[dict[str, Preset]] = presets(SampleSizes(min_length=1, max_length=1))
