@@ -114,6 +114,14 @@ SYSTEMS: dict[str, Entry] = {
         "systems.baselines.forum_tfidf:RedditTfidf",
         "reddit baseline: word TF-IDF of a sample's concatenated text, cosine",
     ),
+    "episode_encoder": Entry(
+        "systems.forum_encoder.system:EpisodeEncoder",
+        "darkweb: MiniLM (or a local HF model) post vectors, mean over an episode, projection trained by triplet loss",
+    ),
+    "reddit_encoder": Entry(
+        "systems.forum_encoder.system:RedditEncoder",
+        "reddit: MiniLM (or a local HF model) post vectors, mean over a sample, projection trained by triplet loss",
+    ),
     "stacked": Entry(
         "systems.stacked:StackedEnsemble",
         "after PAN14's meta-classifier: logistic regression over members' out-of-fold answers (--param members=a,b)",
