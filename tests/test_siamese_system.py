@@ -295,7 +295,8 @@ def test_a_checkpoint_of_the_flat_format_loads_and_gives_the_same_answers(tmp_pa
     rows = json.loads((LEGACY / "problems.json").read_text(encoding="utf-8"))
     problems = [VerificationProblem(r["id"], tuple(r["texts"]), tuple(r["discourse_types"])) for r in rows]
     assert {system._route(p.discourse_types) for p in problems} == {"written", "oral", ENSEMBLE}
-    assert [a.value for a in system.predict(problems)] == [r["answer"] for r in rows]  # exactly, as before
+    # as before, to the last bits: a CPU with other vector kernels may round a float64 answer one ulp apart
+    assert [a.value for a in system.predict(problems)] == pytest.approx([r["answer"] for r in rows], abs=1e-12, rel=0)
 
     system.save(tmp_path / "again")  # saved again, in today's nested format, and read back
     again = SiameseBiLSTM.load(tmp_path / "again")
