@@ -107,7 +107,8 @@ class PostEncoder:
         self.device = device
         self.mixed_precision = mixed_precision and device.startswith("cuda")
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder), local_files_only=True)
-        self.model = AutoModel.from_pretrained(str(self.folder), local_files_only=True).to(device).eval()
+        # float32 weights whatever the files hold: mixed precision is autocast's business, and training needs fp32
+        self.model = AutoModel.from_pretrained(str(self.folder), local_files_only=True).float().to(device).eval()
         self.width = int(self.model.config.hidden_size)
         positions = getattr(self.model.config, "max_position_embeddings", None)
         if positions is not None and config.max_tokens > positions:
