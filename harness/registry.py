@@ -114,6 +114,14 @@ SYSTEMS: dict[str, Entry] = {
         "systems.baselines.forum_tfidf:RedditTfidf",
         "reddit baseline: word TF-IDF of a sample's concatenated text, cosine",
     ),
+    "episode_fusion": Entry(
+        "systems.forum_fusion.system:EpisodeFusion",
+        "darkweb: learned weights (listwise, training split) of word and char TF-IDF, sub-forum and weekday cosines",
+    ),
+    "reddit_fusion": Entry(
+        "systems.forum_fusion.system:RedditFusion",
+        "reddit: learned weights (listwise, training split) of word and char TF-IDF, subreddit and hour cosines",
+    ),
     "episode_encoder": Entry(
         "systems.forum_encoder.system:EpisodeEncoder",
         "darkweb: MiniLM (or a local HF model) post vectors, mean over an episode, projection trained by triplet loss",
