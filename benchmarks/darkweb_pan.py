@@ -1,5 +1,6 @@
-"""The darkweb task on the real forum posts: TF-IDF, CNN (mean pooling), SYSML (softmax) and NBCSAuthor
-(NBC-Softmax), single-market and multitask, several seeds; MRR and R@10 per market, migrant linking,
+"""The darkweb task on the real forum posts: TF-IDF, CNN (mean pooling), SYSML (softmax), NBCSAuthor
+(NBC-Softmax) and the learned view fusion (episode_fusion, not run unless named), single-market and
+multitask, several seeds; MRR and R@10 per market, migrant linking,
 training seconds per epoch and peak memory.
 
 Each (setting, system) pair runs `harness run` in its own process with all seeds (so peak memory is
@@ -31,7 +32,9 @@ LABELS = {
     "episode_cnn": "CNN (mean pool)",
     "sysml": "SYSML (softmax)",
     "nbcsauthor": "NBCSAuthor (NBC-Softmax)",
+    "episode_fusion": "view fusion (learned)",
 }
+NOT_NEURAL = ("episode_tfidf", "episode_fusion")  # their own defaults; no epochs
 
 
 def default_data() -> Path:
@@ -65,13 +68,14 @@ def settings(
     systems: list[str], include_multitask: bool, author_share: float, markets: list[str]
 ) -> list[tuple[str, dict[str, Any], list[str]]]:
     """(label, task parameters, systems): each market alone; then all markets, multitask for the
-    softmax-family systems and pooled for TF-IDF (it learns no labels: the migrant baseline).
-    The same share of persons everywhere, so a market's test pool is the same in every setting."""
+        softmax-family systems and pooled for TF-IDF and the fusion (they learn no author labels: the migrant
+    baselines).
+        The same share of persons everywhere, so a market's test pool is the same in every setting."""
     share = {} if author_share >= 1.0 else {"author_share": author_share}
     out = [(m, {"market": m, **share}, systems) for m in markets]
     if include_multitask:
         out.append(("multitask", {"multitask": True, **share}, [s for s in systems if s in ("sysml", "nbcsauthor")]))
-        out.append(("all markets", share, [s for s in systems if s == "episode_tfidf"]))
+        out.append(("all markets", share, [s for s in systems if s in NOT_NEURAL]))
     return [(label, task, chosen) for label, task, chosen in out if chosen]
 
 
@@ -155,7 +159,7 @@ def main() -> None:
     for label, task_params, systems in chosen:
         task_params = {**task_params, "protocol": args.protocol}
         for system in systems:
-            params = {} if system == "episode_tfidf" else neural_params(args.epochs)
+            params = {} if system in NOT_NEURAL else neural_params(args.epochs)
             seeds = args.seeds[:1] if system == "episode_tfidf" else args.seeds  # TF-IDF is deterministic
             out = root / label.replace(" ", "-")
             print(f"[{time.strftime('%H:%M:%S')}] {label} {system} seeds {seeds}", file=sys.stderr, flush=True)

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SYSTEMS = ("reddit_tfidf", "varlen_avg", "iur_fixed", "varlen_linker")
+SYSTEMS = ("reddit_tfidf", "reddit_fusion", "varlen_avg", "iur_fixed", "varlen_linker")
+NOT_NEURAL = ("reddit_tfidf", "reddit_fusion")  # their own defaults: no epochs or sizes
 MEASURES = ("mrr", "recall_at_4", "recall_at_8", "eer", "min_dcf")
 RUN_RECORD = "bench-run.json"
 LABELS = {"mrr": "MRR", "recall_at_4": "R@4", "recall_at_8": "R@8", "eer": "EER", "min_dcf": "minDCF"}
@@ -63,7 +64,7 @@ def run_one(system: str, seed: int, args: argparse.Namespace) -> Path:
     """
     from harness.runner import run_folder
 
-    params = {} if system == "reddit_tfidf" else neural_params(args)
+    params = {} if system in NOT_NEURAL else neural_params(args)
     # the protocol is always named, so runs of task version 1 (legacy, unnamed) are never reused as the default
     task_params = {"protocol": args.protocol}
     folder = run_folder(args.out, "reddit", system, seed, params, task_params)
