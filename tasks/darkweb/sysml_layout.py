@@ -15,6 +15,12 @@ names the active users, so none of that is redone here. Optional columns `author
 a thread's earliest post counts as the one that started it); without `author` and `thread_id` a
 market has no graph. `thread_id` also gives each episode post its thread, which the default
 (thread-disjoint) evaluation protocol needs; without it, only protocol="legacy" can score the data.
+
+Not read: a `subforum.json` beside the csv files (SYSML's release keeps its sub-forum vocabulary and
+pre-trained metapath2vec vectors there). The sub-forum of a post is the csv's `subforum` column;
+the systems index sub-forums themselves, and nbcsauthor/sysml compute their own metapath2vec
+initialisation from the graph columns above (random initialisation where a market has no graph),
+so a pre-trained file cannot carry test-period structure into training.
 """
 
 from __future__ import annotations
