@@ -20,7 +20,7 @@ Not read: a `subforum.json` beside the csv files (SYSML's release keeps its sub-
 pre-trained metapath2vec vectors there). The sub-forum of a post is the csv's `subforum` column;
 the systems index sub-forums themselves, and nbcsauthor/sysml compute their own metapath2vec
 initialisation from the graph columns above (random initialisation where a market has no graph),
-so a pre-trained file cannot carry test-period structure into training.
+from the training split's posts only, so no vector computed on test-period posts enters training.
 """
 
 from __future__ import annotations
