@@ -16,8 +16,8 @@ a thread's earliest post counts as the one that started it); without `author` an
 market has no graph. `thread_id` also gives each episode post its thread, which the default
 (thread-disjoint) evaluation protocol needs; without it, only protocol="legacy" can score the data.
 
-Not read: a `subforum.json` beside the csv files (SYSML's release keeps its sub-forum vocabulary and
-pre-trained metapath2vec vectors there). The sub-forum of a post is the csv's `subforum` column;
+Not read: a `subforum.json` beside the csv files (a file of SYSML's release, for its own sub-forum
+indexing and embedding initialisation). The sub-forum of a post is the csv's `subforum` column;
 the systems index sub-forums themselves, and nbcsauthor/sysml compute their own metapath2vec
 initialisation from the graph columns above (random initialisation where a market has no graph),
 from the training split's posts only, so no vector computed on test-period posts enters training.
