@@ -5,6 +5,11 @@ Optional: a bootstrap confidence interval of the main score and a paired approxi
 randomization test of each system against the best. Runs of different task versions or data
 are never put in one table.
 
+A run is identified by its content (task name, version and parameters, data checksums, system name and
+parameters, seed, and the fingerprint the harness recorded from these), never by where its file lies: a
+result file given twice, or a copied run folder, is counted once, with a warning and a note. A row whose
+main score is NaN or missing is ranked last, with a warning and a note.
+
 Published results (a task's `TaskMetadata.published` table) whose task and corpus match a table's
 runs follow its rows as reference rows, marked "published": never ranked, bolded, resampled or tested.
 """
@@ -17,9 +22,11 @@ import hashlib
 import importlib.resources
 import io
 import json
+import logging
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +38,53 @@ from harness.results import RESULT_NAME, read_details, read_result
 
 FORMATS = ("markdown", "latex", "csv", "json")
 SIGNIFICANCE_LEVEL = 0.05
+MAX_LISTED = 3  # paths named in one note before "and N more"
+
+logger = logging.getLogger("harness")
 
 
 @dataclass(frozen=True)
 class Run:
     path: Path
     result: dict[str, Any]
+    copies: tuple[Path, ...] = ()  # other result files that hold this same run (see `identity`), counted once
 
     @property
     def seed(self) -> int:
         seed = self.result.get("seeds", {}).get("seed")
         return seed if isinstance(seed, int) else -1
+
+    @property
+    def identity(self) -> str:
+        """What makes this run this run: its task (name, version, parameters), data checksums, system (name,
+        parameters, answers file), seed and recorded fingerprint; never its path, so a copy has the same identity.
+
+        A result without a fingerprint (an older or hand-made file) also counts its scores and creation time,
+        so that only exact copies of it are taken for the same run.
+        """
+        result = self.result
+        task, system = _section(result, "task"), _section(result, "system")
+        data = task.get("data")
+        checksums = (
+            {split: part.get("checksum") for split, part in data.items() if isinstance(part, dict)}
+            if isinstance(data, dict)
+            else None
+        )
+        answers = system.get("answers")
+        key: dict[str, Any] = {
+            "task": [task.get("name"), task.get("version"), task.get("params", {})],
+            "data": checksums,
+            "system": [
+                system.get("name"),
+                system.get("params", {}),
+                answers.get("checksum") if isinstance(answers, dict) else None,
+            ],
+            "seed": _section(result, "seeds").get("seed"),
+            "fingerprint": result.get("fingerprint"),
+        }
+        if not result.get("fingerprint"):
+            key |= {"scores": result.get("scores"), "created": result.get("created")}
+        return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
     @property
     def data_key(self) -> tuple[str, str]:
@@ -77,15 +120,26 @@ class Table:
     published: list[Row] = field(default_factory=list)  # reference rows from the literature, never ranked
 
     def best(self, measure: str) -> float | None:
-        values = [row.mean[measure] for row in self.rows if measure in row.mean]
+        values = [row.mean[measure] for row in self.rows if measure in row.mean and not math.isnan(row.mean[measure])]
         if not values:
             return None
         return min(values) if measure in self.lower_is_better else max(values)
 
 
+def _section(result: dict[str, Any], name: str) -> dict[str, Any]:
+    section = result.get(name)
+    return section if isinstance(section, dict) else {}
+
+
 def find_runs(paths: Iterable[Path]) -> list[Run]:
-    """Every result.json in the given folders (recursively) or given as files."""
+    """Every result.json in the given folders (recursively) or given as files, each run once (see `unique_runs`).
+
+    A file reached twice (the same folder given twice, or a folder and a file inside it) is read once.
+    """
+    paths = list(paths)
     runs = []
+    seen: set[Path] = set()
+    repeated: list[Path] = []
     for path in paths:
         path = Path(path)
         if path.is_file():
@@ -94,10 +148,67 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
             files = sorted(path.rglob(RESULT_NAME))
         else:
             raise HarnessError(f"{path}: no such file or folder")
-        runs.extend(Run(file, read_result(file)) for file in files)
+        for file in files:
+            real = file.resolve()
+            if real in seen:
+                repeated.append(file)
+                continue
+            seen.add(real)
+            runs.append(Run(file, read_result(file)))
     if not runs:
         raise HarnessError(f"no {RESULT_NAME} found under {', '.join(str(p) for p in paths)}")
-    return runs
+    if repeated:
+        logger.warning(
+            "%d result file(s) were given more than once (%s); each is counted once", len(repeated), _listed(repeated)
+        )
+    return unique_runs(runs)
+
+
+def unique_runs(runs: Iterable[Run]) -> list[Run]:
+    """The runs with copies of one run (same `Run.identity`) merged into the first found, which lists them as
+    `copies`; each copy is logged as a warning, and the tables note it. Running it twice changes nothing."""
+    kept: dict[str, Run] = {}
+    for run in runs:
+        identity = run.identity
+        first = kept.get(identity)
+        if first is None:
+            kept[identity] = run
+            continue
+        if run.path.resolve() == first.path.resolve():  # the same file again, not a copy
+            logger.warning("%s was given more than once; counted once", run.path)
+            continue
+        differ = _score_differences(first, run)
+        logger.warning(
+            "%s holds the same run as %s (same task, data, system, params and seed); counted once%s",
+            run.path,
+            first.path,
+            f", though its scores differ ({differ}): the first is used" if differ else "",
+        )
+        kept[identity] = replace(first, copies=(*first.copies, run.path, *run.copies))
+    return list(kept.values())
+
+
+def _score_differences(first: Run, other: Run) -> str:
+    """ "measure a vs b, ..." for the scores in which two copies of one run disagree; "" if none."""
+    ours, theirs = _section(first.result, "scores"), _section(other.result, "scores")
+    differ = [
+        f"{name} {ours.get(name)!r} vs {theirs.get(name)!r}"
+        for name in sorted(set(ours) | set(theirs))
+        if not _same_number(ours.get(name), theirs.get(name))
+    ]
+    return ", ".join(differ)
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def _listed(paths: Sequence[Path]) -> str:
+    """Up to MAX_LISTED paths, then "and N more"."""
+    text = ", ".join(str(path) for path in paths[:MAX_LISTED])
+    return text + (f" and {len(paths) - MAX_LISTED} more" if len(paths) > MAX_LISTED else "")
 
 
 def build_tables(
@@ -109,7 +220,7 @@ def build_tables(
     their own, named by the parameters that set them apart.
     """
     by_task: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in runs:
+    for run in unique_runs(runs):
         task = run.result["task"]
         by_task[(task["name"], json.dumps(task.get("params", {}), sort_keys=True))].append(run)
     tables = []
@@ -231,18 +342,54 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
         by_system[(system["name"], _params_digest(system.get("params", {})))].append(run)
     names = [name for name, _ in by_system]
     rows = []
+    notes = []
     for (name, digest), system_runs in by_system.items():
         label = name if names.count(name) == 1 else f"{name}@{digest}"
         row = Row(label=label, runs=sorted(system_runs, key=lambda run: run.seed))
         for measure in measures:
-            values = [run.result["scores"][measure] for run in system_runs if measure in run.result["scores"]]
+            if measure == main:  # every run counts: one without a main score makes the row's mean NaN
+                values = [_main_score(task_name, run, main) for run in system_runs]
+            else:
+                values = [
+                    _number(run.result["scores"][measure]) for run in system_runs if measure in run.result["scores"]
+                ]
             if values:
                 row.mean[measure] = float(np.mean(values))
                 row.std[measure] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
         rows.append(row)
+        for run in row.runs:
+            if run.copies:
+                notes.append(f"counted once: {run.path} (the same run is also in {_listed(run.copies)}).")
     sign = 1.0 if main in lower else -1.0
-    rows.sort(key=lambda row: (sign * row.mean.get(main, -sign * np.inf), row.label))
-    return Table(task_name, task["version"], main, measures, lower, rows)
+    rows.sort(
+        key=lambda row: (True, 0.0, row.label) if _unranked(row, main) else (False, sign * row.mean[main], row.label)
+    )
+    unranked = [row.label for row in rows if _unranked(row, main)]
+    if unranked:
+        notes.append(f"ranked last: {', '.join(unranked)}: no {main} (NaN or missing in a run).")
+    return Table(task_name, task["version"], main, measures, lower, rows, notes=notes)
+
+
+def _number(value: Any) -> float:
+    """A score as a float; NaN for null or anything not a number (never a crash on a hand-edited file)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
+def _main_score(task_name: str, run: Run, main: str) -> float:
+    """A run's main score; NaN, with a warning, where it is missing, null, not a number or NaN."""
+    scores = run.result["scores"]
+    value = _number(scores.get(main))
+    if math.isnan(value):
+        what = "is missing" if main not in scores else f"is {scores[main]!r}" if scores[main] is not None else "is null"
+        logger.warning("%s: the main score %s %s; its row in %s is ranked last", run.path, main, what, task_name)
+    return value
+
+
+def _unranked(row: Row, main: str) -> bool:
+    """Whether a row has no usable main score (NaN or missing): such rows go last, whatever the direction."""
+    return main not in row.mean or math.isnan(row.mean[main])
 
 
 def _lower_is_better(measures: Sequence[str], task: dict[str, Any]) -> set[str]:
@@ -278,6 +425,8 @@ def _add_intervals(table: Table, *, rounds: int, seed: int) -> None:
 def _add_significance(table: Table, *, rounds: int, seed: int) -> None:
     from harness.item_statistics import measure_function, paired_permutation_test
 
+    if _unranked(table.rows[0], table.main):
+        raise HarnessError(f"no system has a {table.main}; there is no best one to test against")
     best = table.rows[0].first_run
     best_ids, best_cols = _columns_of(best)
     order = {item: i for i, item in enumerate(best_ids)}
@@ -425,8 +574,8 @@ def _json(tables: Sequence[Table], digits: int) -> str:
                 {
                     "system": row.label,
                     "runs": [str(run.path) for run in row.runs],
-                    "mean": row.mean,
-                    "std": row.std,
+                    "mean": _finite(row.mean),
+                    "std": _finite(row.std),
                     "ci": list(row.ci) if row.ci else None,
                     "p_vs_best": row.p_value,
                 }
@@ -437,6 +586,11 @@ def _json(tables: Sequence[Table], digits: int) -> str:
         for table in tables
     ]
     return json.dumps(data, indent=2) + "\n"
+
+
+def _finite(values: dict[str, float]) -> dict[str, float | None]:
+    """NaN as null: the JSON standard has no NaN, and strict readers refuse Python's `NaN`."""
+    return {name: None if math.isnan(value) else value for name, value in values.items()}
 
 
 def _sources(table: Table) -> list[str]:
