@@ -7,12 +7,18 @@ import gzip
 import hashlib
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from harness.errors import DataError
+
+# What tempfile puts between a temporary's prefix and suffix: 8 of these characters.
+_RANDOM_PART = r"[a-z0-9_]{8}"
+ATOMIC_WRITE_SUFFIX = ".tmp"  # atomic_write's temporary beside NAME is `.NAME.XXXXXXXX.tmp`
 
 
 def find_data_file(folder: Path, stem: str) -> Path:
@@ -87,7 +93,7 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[Any]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=ATOMIC_WRITE_SUFFIX, dir=path.parent)
     # mkstemp makes the file private (0600); give it the permissions a plain open() would
     umask = os.umask(0)
     os.umask(umask)
@@ -103,6 +109,45 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[Any]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+def staging_folder(path: Path, suffix: str) -> Path:
+    """A new empty folder `.NAME.XXXXXXXX<suffix>` beside `path`, with the permissions a plain mkdir gives."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private (0700)
+    return staging
+
+
+def find_temporaries(folder: Path, temporaries: Iterable[tuple[str, str]]) -> list[Path]:
+    """The entries of `folder` named exactly `.NAME.XXXXXXXX<SUFFIX>` for one of the (NAME, SUFFIX) pairs.
+
+    XXXXXXXX is tempfile's random part: these are what atomic_write (SUFFIX ".tmp"), staging_folder and
+    toolkit.checkpoint.save_checkpoint (SUFFIX "") make beside NAME, and nothing else.
+    """
+    folder = Path(folder)
+    alternatives = "|".join(re.escape(f".{name}.") + _RANDOM_PART + re.escape(suffix) for name, suffix in temporaries)
+    if not alternatives or not folder.is_dir():
+        return []
+    pattern = re.compile(alternatives)
+    return [entry for entry in sorted(folder.iterdir()) if pattern.fullmatch(entry.name)]
+
+
+def remove_temporaries(folder: Path, temporaries: Iterable[tuple[str, str]]) -> list[Path]:
+    """Remove what interrupted writers left in `folder` (see find_temporaries); return what was removed.
+
+    Call it only while holding the lock of what writes them, or a live writer's temporary goes from under it.
+    """
+    removed = find_temporaries(folder, temporaries)
+    for entry in removed:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return removed
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -72,7 +72,17 @@ def build_result(
 
 def write_result(run_dir: Path, result: dict[str, Any], details: list[dict[str, Any]]) -> None:
     """Write details.jsonl, then result.json last: its presence marks a finished run."""
+    write_details(run_dir, details)
+    write_result_file(run_dir, result)
+
+
+def write_details(run_dir: Path, details: list[dict[str, Any]]) -> None:
+    """details.jsonl: the per-problem or per-query rows that confidence intervals resample."""
     write_jsonl(Path(run_dir) / DETAILS_NAME, details)
+
+
+def write_result_file(run_dir: Path, result: dict[str, Any]) -> None:
+    """result.json alone (atomically); write it after everything else of its run."""
     write_json(Path(run_dir) / RESULT_NAME, result)
 
 

@@ -4,25 +4,50 @@ A run's folder holds `result.json` (scores and provenance), `details.jsonl` (one
 problem or query, what confidence intervals resample), `checkpoint/` (the fitted system) and, for
 tasks whose evaluation gives answers (verification), `answers.jsonl` (PAN format, one answer per test
 problem). A finished run is kept, not recomputed; a run that crashed after fitting resumes from its checkpoint.
+
+A run folder is wholly one run: `--overwrite` builds the new run in a hidden sibling folder and swaps it in
+once it is complete, so a crash leaves the old run, no result, or the new run, never a mix. A lock file beside
+the folder (`.seed-N.lock`) lets one process at a time work on it; the next waits, then keeps what it finds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from filelock import FileLock, Timeout
+
 from harness import registry
 from harness.errors import HarnessError
-from harness.files import atomic_write, sha256_files, write_jsonl
+from harness.files import (
+    ATOMIC_WRITE_SUFFIX,
+    atomic_write,
+    find_temporaries,
+    remove_temporaries,
+    sha256_files,
+    staging_folder,
+    write_jsonl,
+)
 from harness.params import build
 from harness.progress import duration
-from harness.results import RESULT_NAME, build_result, read_result, task_record, write_result
+from harness.results import (
+    DETAILS_NAME,
+    RESULT_NAME,
+    build_result,
+    read_result,
+    task_record,
+    write_details,
+    write_result_file,
+)
 from harness.system import constructor_params
 from toolkit.seeding import seed_everything
 
@@ -31,6 +56,13 @@ logger = logging.getLogger("harness")
 ANSWERS_NAME = "answers.jsonl"
 CHECKPOINT_NAME = "checkpoint"
 FIT_FINGERPRINT_NAME = "checkpoint.fingerprint"
+STAGED_SUFFIX = ".new"  # `--overwrite` builds its run in `.seed-N.XXXXXXXX.new` beside the run folder,
+SET_ASIDE_SUFFIX = ".old"  # and sets the run it replaces aside as `.seed-N.XXXXXXXX.old` until the swap is done
+# what the harness writes in a run folder; anything else there (a user's notes) is carried over by --overwrite
+OWN_NAMES = (RESULT_NAME, DETAILS_NAME, ANSWERS_NAME, CHECKPOINT_NAME, FIT_FINGERPRINT_NAME)
+OWN_TEMPORARIES = [(name, ATOMIC_WRITE_SUFFIX) for name in OWN_NAMES if name != CHECKPOINT_NAME] + [
+    (CHECKPOINT_NAME, "")  # toolkit.checkpoint stages `.checkpoint.XXXXXXXX/`
+]
 
 
 class RunOutcome(NamedTuple):
@@ -80,8 +112,13 @@ def run(
     params: dict[str, Any] | None = None,
     task_params: dict[str, Any] | None = None,
     overwrite: bool = False,
+    lock_timeout: float | None = None,
 ) -> RunOutcome:
-    """Fit, predict, score and write one run; keep an existing identical run unless `overwrite`."""
+    """Fit, predict, score and write one run; keep an existing identical run unless `overwrite`.
+
+    While another process works on the same run folder this waits for it (at most `lock_timeout` seconds if
+    given, then a HarnessError), and then keeps or replaces what it finished like any existing run.
+    """
     params = dict(params or {})
     given_task_params = dict(task_params or {})
     started = time.perf_counter()
@@ -109,74 +146,172 @@ def run(
     run_key = {**fit_key, "test": test.checksum}
     fingerprint = "sha256:" + _digest(run_key)
 
-    result_path = run_dir / RESULT_NAME
-    if result_path.exists() and not overwrite:
-        earlier = read_result(result_path)
-        if earlier.get("fingerprint") == fingerprint:
-            logger.info("kept the existing result %s (pass --overwrite to recompute)", result_path)
-            return RunOutcome(run_dir, earlier, reused=True)
-        raise HarnessError(
-            f"{result_path} holds a run on other data or parameters; pass --overwrite to replace it, "
-            "or choose another --out"
+    main_process = is_main_process()  # under torchrun only the main process writes, so only it locks
+    with _holding(run_dir, lock_timeout) if main_process else contextlib.nullcontext():
+        if main_process:
+            _remove_stale_temporaries(run_dir)
+        result_path = run_dir / RESULT_NAME
+        if result_path.exists() and not overwrite:
+            earlier = read_result(result_path)
+            if earlier.get("fingerprint") == fingerprint:
+                logger.info("kept the existing result %s (pass --overwrite to recompute)", result_path)
+                return RunOutcome(run_dir, earlier, reused=True)
+            raise HarnessError(
+                f"{result_path} holds a run on other data or parameters; pass --overwrite to replace it, "
+                "or choose another --out"
+            )
+
+        seed_everything(seed)
+        fit_fingerprint = "sha256:" + _digest(fit_key)
+        fingerprint_path = run_dir / FIT_FINGERPRINT_NAME
+        resumable = (
+            not overwrite
+            and fingerprint_path.is_file()
+            and fingerprint_path.read_text(encoding="utf-8").strip() == fit_fingerprint
         )
+        if resumable:
+            logger.info("resuming from the fitted checkpoint %s", run_dir / CHECKPOINT_NAME)
+            system = type(system).load(run_dir / CHECKPOINT_NAME)
+            timings["fit"] = 0.0
+        else:
+            with duration("fit", timings):
+                system.fit(train, seed=seed)
+            if not main_process:
+                # under torchrun every process trains; only the main one writes and evaluates
+                return RunOutcome(run_dir, {}, reused=False)
 
-    seed_everything(seed)
-    checkpoint_dir = run_dir / CHECKPOINT_NAME
-    fit_fingerprint = "sha256:" + _digest(fit_key)
-    fingerprint_path = run_dir / FIT_FINGERPRINT_NAME
-    resumable = (
-        not overwrite
-        and fingerprint_path.is_file()
-        and fingerprint_path.read_text(encoding="utf-8").strip() == fit_fingerprint
-    )
-    if resumable:
-        logger.info("resuming from the fitted checkpoint %s", checkpoint_dir)
-        system = type(system).load(checkpoint_dir)
-        timings["fit"] = 0.0
-    else:
-        with duration("fit", timings):
-            system.fit(train, seed=seed)
-        if not is_main_process():
-            # under torchrun every process trains; only the main one writes and evaluates
-            return RunOutcome(run_dir, {}, reused=False)
-        system.save(checkpoint_dir)
-        with atomic_write(fingerprint_path) as handle:
-            handle.write(fit_fingerprint + "\n")
+        # Where a result may stand (--overwrite), the new run is built in a sibling folder and swapped in with
+        # renames once complete: until then the old run stays whole. Building in place after removing result.json
+        # would be simpler but loses the old run to any crash. A plain run has no result to protect (it returned
+        # above otherwise) and builds in place, so a crash after fitting leaves a checkpoint to resume from.
+        work_dir = staging_folder(run_dir, STAGED_SUFFIX) if overwrite else run_dir
+        try:
+            if not resumable:
+                _save_fit(system, work_dir, fit_fingerprint)
+            with duration("evaluate", timings):
+                evaluation = task.evaluate(system, test)
+            if evaluation.answers:
+                write_jsonl(work_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in evaluation.answers))
+            timings["total"] = round(time.perf_counter() - started, 6)
 
-    with duration("evaluate", timings):
-        evaluation = task.evaluate(system, test)
-    if evaluation.answers:
-        write_jsonl(run_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in evaluation.answers))
-    timings["total"] = round(time.perf_counter() - started, 6)
-
-    task_section = task_record(
-        meta,
-        task_params,
-        evaluation,
-        {
-            "dir": str(Path(data_dir).resolve()),
-            "train": {"checksum": train.checksum, "size": _size(train)},
-            "test": {"checksum": test.checksum, "size": _size(test), **_corpus(test)},
-            **overlap,
-        },
-    )
-    system_section = {
-        "name": system_name,
-        "class": f"{type(system).__module__}:{type(system).__qualname__}",
-        "params": system.params(),
-        "checkpoint": {"path": CHECKPOINT_NAME, "checksum": _checkpoint_checksum(checkpoint_dir)},
-    }
-    result = build_result(
-        task=task_section,
-        system=system_section,
-        seed=seed,
-        evaluation=evaluation,
-        timings=timings,
-        fingerprint=fingerprint,
-        command=sys.argv,
-    )
-    write_result(run_dir, result, evaluation.details)
+            task_section = task_record(
+                meta,
+                task_params,
+                evaluation,
+                {
+                    "dir": str(Path(data_dir).resolve()),
+                    "train": {"checksum": train.checksum, "size": _size(train)},
+                    "test": {"checksum": test.checksum, "size": _size(test), **_corpus(test)},
+                    **overlap,
+                },
+            )
+            system_section = {
+                "name": system_name,
+                "class": f"{type(system).__module__}:{type(system).__qualname__}",
+                "params": system.params(),
+                "checkpoint": {"path": CHECKPOINT_NAME, "checksum": _checkpoint_checksum(work_dir / CHECKPOINT_NAME)},
+            }
+            result = build_result(
+                task=task_section,
+                system=system_section,
+                seed=seed,
+                evaluation=evaluation,
+                timings=timings,
+                fingerprint=fingerprint,
+                command=sys.argv,
+            )
+            write_details(work_dir, evaluation.details)
+            set_aside = _swap_in(work_dir, run_dir) if work_dir != run_dir else None
+        except BaseException:
+            if work_dir != run_dir:
+                shutil.rmtree(work_dir, ignore_errors=True)  # an --overwrite never resumes: nothing to keep
+            raise
+        write_result_file(run_dir, result)  # last: its presence marks a finished run
+        if set_aside is not None:
+            _carry_over(set_aside, run_dir)
+            shutil.rmtree(set_aside, ignore_errors=True)
     return RunOutcome(run_dir, result, reused=False)
+
+
+def run_lock_path(run_dir: Path) -> Path:
+    """A run folder's lock file, `.seed-N.lock` beside it: inside, it would move with the folder's swap."""
+    run_dir = Path(run_dir)
+    return run_dir.parent / f".{run_dir.name}.lock"
+
+
+@contextlib.contextmanager
+def _holding(run_dir: Path, timeout: float | None) -> Iterator[None]:
+    """Hold a run folder's lock; a second run of the folder waits (at most `timeout` s if given)."""
+    path = run_lock_path(run_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        logger.info("another process is working on %s; waiting for it to finish (lock %s)", run_dir, path)
+        try:
+            lock.acquire(timeout=-1 if timeout is None else timeout)
+        except Timeout:
+            raise HarnessError(
+                f"{run_dir}: another process holds this run (lock {path}); wait for it to finish, "
+                "or choose another --out"
+            ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _remove_stale_temporaries(run_dir: Path) -> None:
+    """Remove the temporaries a killed run of this folder left; with the lock held, no live run owns them."""
+    for set_aside in find_temporaries(run_dir.parent, [(run_dir.name, SET_ASIDE_SUFFIX)]):
+        if not set_aside.is_dir() or set_aside.is_symlink():
+            continue
+        if not run_dir.exists():
+            # killed between the two renames of a swap: the old run goes back (it lost its result.json first)
+            os.replace(set_aside, run_dir)
+            logger.info("restored %s without its result from %s (an interrupted --overwrite)", run_dir, set_aside)
+        else:
+            _carry_over(set_aside, run_dir)
+    beside = [(run_dir.name, STAGED_SUFFIX), (run_dir.name, SET_ASIDE_SUFFIX)]
+    removed = remove_temporaries(run_dir.parent, beside) + remove_temporaries(run_dir, OWN_TEMPORARIES)
+    if removed:
+        logger.info("removed what an interrupted run left: %s", ", ".join(str(path) for path in removed))
+
+
+def _carry_over(set_aside: Path, run_dir: Path) -> None:
+    """Move what is not the harness's own (a user's notes, say) from a replaced run folder into the new one."""
+    if not set_aside.is_dir() or not run_dir.is_dir():
+        return
+    temporaries = set(find_temporaries(set_aside, OWN_TEMPORARIES))
+    for entry in sorted(set_aside.iterdir()):
+        if entry.name not in OWN_NAMES and entry not in temporaries and not (run_dir / entry.name).exists():
+            os.replace(entry, run_dir / entry.name)
+
+
+def _save_fit(system: Any, folder: Path, fit_fingerprint: str) -> None:
+    """Save the fitted system's checkpoint, then the fingerprint that lets a plain rerun resume from it."""
+    fingerprint_path = folder / FIT_FINGERPRINT_NAME
+    # the fingerprint goes before the checkpoint changes and comes back once it is whole: a crash between never
+    # leaves the fingerprint of another fit beside this checkpoint, for a later run to resume from
+    fingerprint_path.unlink(missing_ok=True)
+    system.save(folder / CHECKPOINT_NAME)
+    with atomic_write(fingerprint_path) as handle:
+        handle.write(fit_fingerprint + "\n")
+
+
+def _swap_in(staged: Path, run_dir: Path) -> Path | None:
+    """Put a complete staged run (all but result.json) in run_dir's place; return where the old one was set aside."""
+    if not run_dir.exists():
+        os.replace(staged, run_dir)
+        return None
+    # the old run loses its result.json first: a crash between the renames then leaves no result beside another
+    # run's files, and none in a hidden folder for the leaderboard to find
+    (run_dir / RESULT_NAME).unlink(missing_ok=True)
+    set_aside = staged.with_name(staged.name.removesuffix(STAGED_SUFFIX) + SET_ASIDE_SUFFIX)
+    os.replace(run_dir, set_aside)
+    os.replace(staged, run_dir)
+    return set_aside
 
 
 def split_overlap(task: Any, train: Any, test: Any) -> dict[str, int]:
