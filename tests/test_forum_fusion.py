@@ -10,7 +10,7 @@ from helpers.forum_slice import write_author_slice
 
 from harness import registry
 from harness.errors import HarnessError
-from systems.forum_fusion.system import EpisodeFusion, RedditFusion
+from systems.forum_fusion.system import EpisodeFusion, RedditFusion, _dense
 from systems.forum_fusion.weights import RankingList, _PaddedLists, fit_view_weights, listwise_loss
 from tasks.darkweb import DarkwebData, DarkwebTask
 from tasks.reddit import RedditData, RedditTask
@@ -139,7 +139,8 @@ def test_episode_fusion_embeds_the_weighted_sum_of_view_cosines_and_survives_a_c
     episodes = test.episodes[:30]
     embedding = system.embed(episodes)
     rows = system._view_rows([system.parts(e) for e in episodes])
-    expected = sum(w * (rows[v] @ rows[v].T) for v, w in system.weights.items())
+    dense = {v: _dense(rows[v]) for v in rows}  # the TF-IDF views come sparse
+    expected = sum(w * (dense[v] @ dense[v].T) for v, w in system.weights.items())
     np.testing.assert_allclose(embedding @ embedding.T, expected, atol=1e-4)
     system.save(tmp_path / "ckpt")
     loaded = EpisodeFusion.load(tmp_path / "ckpt")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import sparse
 
 from harness.errors import HarnessError
 from harness.system import constructor_params
@@ -107,10 +108,13 @@ class ForumFusion:
         except HarnessError as error:
             raise HarnessError(f"{self.name}: {error}") from error
         rows = self._view_rows(samples)
+        # each query's cosines to every sample, one view at a time (sparse products: the TF-IDF views are wide)
+        queries = sorted({query for query, _, _ in lists})
+        position = {query: k for k, query in enumerate(queries)}
+        cosines = [_dense(rows[v][queries] @ rows[v].T) for v in self.views]
         ranking_lists = [
             RankingList(
-                np.stack([rows[v][candidates] @ rows[v][query] for v in self.views], axis=1).astype(np.float64),
-                positive,
+                np.stack([c[position[query], candidates] for c in cosines], axis=1).astype(np.float64), positive
             )
             for query, candidates, positive in lists
         ]
@@ -126,13 +130,15 @@ class ForumFusion:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() first")
         rows = self._view_rows([self.parts(sample) for sample in samples])
         blocks = [
-            np.sqrt(w, dtype=np.float32) * rows[v] for v, w in zip(self.views, self._weights, strict=True) if w > 0
+            np.sqrt(w, dtype=np.float32) * _dense(rows[v])
+            for v, w in zip(self.views, self._weights, strict=True)
+            if w > 0
         ]
         if not blocks:  # every weight 0: nothing tells samples apart
             return np.zeros((len(samples), 1), dtype=np.float32)
         return np.concatenate(blocks, axis=1)
 
-    def _view_rows(self, samples: Sequence[SampleParts]) -> dict[str, np.ndarray]:
+    def _view_rows(self, samples: Sequence[SampleParts]) -> dict[str, Any]:
         assert self._views is not None
         return self._views.transform(samples)
 
@@ -232,3 +238,8 @@ class RedditFusion(ForumFusion):
         n = len(queries)
         lists = [(q, np.arange(n, 2 * n), np.arange(n) == q) for q in range(n)]
         return documents, samples, lists
+
+
+def _dense(matrix: Any) -> np.ndarray:
+    """A float32 array of a sparse or dense matrix."""
+    return np.asarray(matrix.toarray() if sparse.issparse(matrix) else matrix, dtype=np.float32)

@@ -63,8 +63,8 @@ class SampleViews(NamedTuple):
         )
         return cls(word, char, tuple(sorted(set(communities))), settings.time_bins)
 
-    def transform(self, samples: Sequence[SampleParts]) -> dict[str, np.ndarray]:
-        """Each view's unit rows (float32), one row per sample."""
+    def transform(self, samples: Sequence[SampleParts]) -> dict[str, Any]:
+        """Each view's unit rows, one per sample: sparse (CSR) for the TF-IDF views, dense float32 for the others."""
         documents = ["\n".join(sample.texts) for sample in samples]
         column = {name: index for index, name in enumerate(self.communities)}
         community = np.zeros((len(samples), len(self.communities)), dtype=np.float32)
@@ -76,8 +76,8 @@ class SampleViews(NamedTuple):
             for bin_ in sample.times:
                 time[row, bin_] += 1.0
         return {
-            "word": self.word.transform(documents),
-            "char": self.char.transform(documents),
+            "word": self.word.weigh(self.word.counts(documents)).astype(np.float32),
+            "char": self.char.weigh(self.char.counts(documents)).astype(np.float32),
             "community": _unit_rows(community),
             "time": _unit_rows(time),
         }
