@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -20,17 +19,24 @@ def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr)
 
 
-def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """`--param max_features=5000` -> {"max_features": 5000}; values are JSON where they parse, else strings."""
-    params: dict[str, Any] = {}
+def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, str]:
+    """`--param max_features=5000` -> {"max_features": "5000"}: texts, typed later by what each class declares."""
+    params: dict[str, str] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--param")
-        try:
-            params[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            params[key] = raw
+            raise HarnessError(f"{option} expects KEY=VALUE, got {pair!r}")
+        params[key] = raw
+    return params
+
+
+def _typed_params(kind: str, name: str, cls: Any, pairs: dict[str, str]) -> dict[str, Any]:
+    """The texts of `--param`/`--task-param` read by the types the class declares; built once to check them."""
+    from harness.params import build, parse_cli
+
+    label = f"{kind} {name!r}"
+    params = parse_cli(cls, pairs, label=label)
+    build(cls, params, label=label)  # unknown names, bad values: refused before any run starts
     return params
 
 
@@ -93,8 +99,17 @@ def run_cmd(
     """
     from harness.runner import run
 
-    params = _parse_params(param_pairs)
-    task_params = _parse_params(task_param_pairs)
+    pairs, task_pairs = _parse_params(param_pairs), _parse_params(task_param_pairs, "--task-param")
+    # every name, pairing and parameter is checked before the first run starts (a fit can take hours)
+    for task_name in tasks:
+        registry.entry(registry.TASKS, "task", task_name)
+    for system_name in systems:
+        registry.entry(registry.SYSTEMS, "system", system_name)
+    for task_name in tasks:
+        for system_name in systems:
+            registry.check_fits(system_name, task_name)
+    task_params = {name: _typed_params("task", name, registry.task_class(name), task_pairs) for name in tasks}
+    params = {name: _typed_params("system", name, registry.system_class(name), pairs) for name in systems}
     for task_name in tasks:
         for system_name in systems:
             for seed in seeds:
@@ -104,8 +119,8 @@ def run_cmd(
                     data_dir=data_dir,
                     seed=seed,
                     out_dir=out_dir,
-                    params=params,
-                    task_params=task_params,
+                    params=params[system_name],
+                    task_params=task_params[task_name],
                     overwrite=overwrite,
                 )
                 if not outcome.result:  # a non-main process of a torchrun launch
@@ -121,14 +136,11 @@ def run_cmd(
 
 
 def _pan_answers_task(task_name: str) -> Any:
-    """The named task, if it has the PanAnswers capability; otherwise a one-line error naming the tasks that do."""
-    from harness.task import PanAnswers
-
-    task = registry.task_class(task_name)()
-    if not isinstance(task, PanAnswers):
-        able = [name for name in registry.TASKS if issubclass(registry.task_class(name), PanAnswers)]
-        raise HarnessError(f"task {task_name!r} has no PAN answers; predict/score work with: {', '.join(able)}")
-    return task
+    """The named task, if it has PAN answer files (registry: `pan_answers`); otherwise a one-line error naming those."""
+    if not registry.entry(registry.TASKS, "task", task_name).pan_answers:
+        able = ", ".join(registry.pan_answer_tasks())
+        raise HarnessError(f"task {task_name!r} has no PAN answers; predict/score work with: {able}")
+    return registry.task_class(task_name)()
 
 
 @main.command("predict")
@@ -136,7 +148,9 @@ def _pan_answers_task(task_name: str) -> Any:
 @click.option("--task", "task_name", required=True)
 @click.option("--input", "input_dir", type=click.Path(path_type=Path), required=True, help="Problems (no truth).")
 @click.option("--output", "output_dir", type=click.Path(path_type=Path), required=True)
-@click.option("--checkpoint", type=click.Path(path_type=Path), help="A checkpoint folder written by `harness run`.")
+@click.option(
+    "--checkpoint", type=click.Path(path_type=Path), help="Required: the checkpoint folder a `harness run` wrote."
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing answers.jsonl.")
 def predict_cmd(
     system_name: str, task_name: str, input_dir: Path, output_dir: Path, checkpoint: Path | None, overwrite: bool
@@ -145,12 +159,18 @@ def predict_cmd(
     from harness.files import write_jsonl
 
     task = _pan_answers_task(task_name)
+    registry.check_fits(system_name, task_name)
+    if checkpoint is None:  # every system answers only once fitted: `harness run` fits it and writes the checkpoint
+        raise HarnessError(
+            f"predict needs a fitted {system_name}: pass --checkpoint DIR, the checkpoint folder "
+            f"`harness run --system {system_name} --task {task_name}` wrote (<out>/.../seed-N/checkpoint)"
+        )
     answers_path = output_dir / "answers.jsonl"
     if answers_path.exists() and not overwrite:
         raise HarnessError(f"{answers_path} exists; pass --overwrite to replace it")
     data = task.load_inputs(input_dir)
     system_cls = registry.system_class(system_name)
-    system = system_cls.load(checkpoint) if checkpoint is not None else system_cls()
+    system = system_cls.load(checkpoint)
     answers = task.answer(system, data)
     write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
     click.echo(f"wrote {len(answers)} answers to {answers_path}")

@@ -1,7 +1,11 @@
 """Names of tasks, systems and converters, mapped to import paths (imported only when used).
 
 Keeping import paths rather than classes keeps `harness --help` and `harness list` fast:
-no system's heavy dependencies (torch, transformers) are imported to list them.
+no system's heavy dependencies (torch, transformers) are imported to list them. For the same reason
+the entries declare what the CLI checks before it imports anything: the kind of data a task gives
+(`kind`), the kinds a system serves (`serves`), and which tasks have PAN answer files (`pan_answers`),
+so that a system that does not fit a task, or `predict`/`score` on a task without PAN answers, is
+refused at once with the combinations that exist.
 """
 
 from __future__ import annotations
@@ -15,28 +19,55 @@ from harness.errors import HarnessError
 class Entry(NamedTuple):
     target: str  # "module:attribute"
     description: str
+    # a task's: the kind of data it gives its systems (a key of KINDS); whether it has PAN answer files,
+    # the ones `harness predict` and `harness score` read and write (harness.task.PanAnswers)
+    kind: str = ""
+    pan_answers: bool = False
+    # a system's: the kinds of task data it fits on and answers (empty: not declared, never refused)
+    serves: tuple[str, ...] = ()
+
+
+# What a task gives a system to fit on and answer; a system declares the kinds it serves, so that
+# `harness run` and `harness predict` refuse a system that does not fit a task before loading anything.
+KINDS: dict[str, str] = {
+    "verification": "PAN verification problems (known and unknown texts)",
+    "episodes": "darkweb episodes of forum posts",
+    "post-streams": "reddit post streams",
+}
+VERIFICATION = ("verification",)
+EPISODES = ("episodes",)
+POST_STREAMS = ("post-streams",)
+FORUM = ("episodes", "post-streams")  # the systems that read a sample's posts only (tasks.forum.records)
 
 
 TASKS: dict[str, Entry] = {
     "pan23": Entry(
         "tasks.pan.pan23:Pan23Task",
         "PAN 2020-2023 authorship verification (pairs.jsonl + truth.jsonl); main score overall",
+        kind="verification",
+        pan_answers=True,
     ),
     "pan-classic": Entry(
         "tasks.pan.classic:PanClassicTask",
         "PAN 2013-2015 authorship verification (problem folders + truth.txt); main score AUC x c@1",
+        kind="verification",
+        pan_answers=True,
     ),
     "pan20": Entry(
         "tasks.pan.pan20:Pan20Task",
         "PAN 2020-2021 authorship verification (pairs.jsonl + truth.jsonl), PAN 2020 evaluator; main score overall",
+        kind="verification",
+        pan_answers=True,
     ),
     "darkweb": Entry(
         "tasks.darkweb:DarkwebTask",
         "forum author retrieval over post episodes, time split per market, plus migrant linking; main score MRR",
+        kind="episodes",
     ),
     "reddit": Entry(
         "tasks.reddit.task:RedditTask",
         "account ranking (MRR, R@k) and linking (EER, minDCF) on post streams split by author and time; main score EER",
+        kind="post-streams",
     ),
 }
 
@@ -53,90 +84,112 @@ SYSTEMS: dict[str, Entry] = {
     "cngdist": Entry(
         "systems.baselines.cngdist:CharNgramDistance",
         "PAN baseline: TF-IDF of character 4-grams, cosine, abstain band tuned on train",
+        serves=VERIFICATION,
     ),
     "compressor": Entry(
         "systems.baselines.compressor:CompressorBaseline",
         "PAN baseline: PPMd cross-entropy of each text given the other, logistic regression",
+        serves=VERIFICATION,
     ),
     "tfidf": Entry(
         "systems.baselines.tfidf:WordTfidf",
         "word TF-IDF cosine with the same calibration as cngdist",
+        serves=VERIFICATION,
     ),
     "length_ratio": Entry(
         "systems.baselines.length_ratio:LengthRatio",
         "sanity floor: ratio of the texts' lengths (shorter / longer), abstain band tuned on train",
+        serves=VERIFICATION,
     ),
     "unmasking": Entry(
         "systems.unmasking:Unmasking",
         "Koppel & Schler 2004: degradation curves of known-vs-unknown chunk SVMs, logistic regression over curves",
+        serves=VERIFICATION,
     ),
     "pair_features": Entry(
         "systems.pair_features:PairFeatures",
         "after Frery et al. 2014 (PAN14 essays winner): pair similarity features, CART tree (--param trees=N: forest)",
+        serves=VERIFICATION,
     ),
     "impostors": Entry(
         "systems.impostors:GeneralImpostors",
         "General Impostors (Koppel & Winter 2014; Seidman 2013): random feature subsets, training texts as impostors",
+        serves=VERIFICATION,
     ),
     "siamese_bilstm": Entry(
         "systems.siamese_bilstm.system:SiameseBiLSTM",
         "BERT-BiLSTM Siamese ensemble (PAN 2023): frozen encoder layer-CLS -> Bi-LSTM, contrastive loss, routing",
+        serves=VERIFICATION,
     ),
     "nbcsauthor": Entry(
         "systems.nbcsauthor.system:EpisodeAuthor",
         "SYSML episode encoder (BPE CNN, time, metapath2vec sub-forum, transformer) trained with NBC-Softmax",
+        serves=EPISODES,
     ),
     "sysml": Entry(
         "systems.nbcsauthor.system:SYSML",
         "SYSML episode encoder trained with softmax (--param loss=cosface|arcface|multi_similarity|contrastive)",
+        serves=EPISODES,
     ),
     "episode_cnn": Entry(
         "systems.nbcsauthor.system:EpisodeCNN",
         "darkweb baseline: the SYSML CNN with time and sub-forum, mean pooling instead of the transformer",
+        serves=EPISODES,
     ),
     "episode_tfidf": Entry(
         "systems.baselines.forum_tfidf:EpisodeTfidf",
         "darkweb baseline: word TF-IDF of an episode's posts, cosine",
+        serves=FORUM,
     ),
     "varlen_linker": Entry(
         "systems.varlen_linker.system:VarlenLinker",
         "Khan et al. 2021: conv post encoder + attention over variable-size samples (Beta(3,1) sizes), triplet loss",
+        serves=POST_STREAMS,
     ),
     "iur_fixed": Entry(
         "systems.varlen_linker.system:IurFixed",
         "reddit baseline: the varlen_linker encoder trained on fixed 16-post samples; groups of 16 averaged",
+        serves=POST_STREAMS,
     ),
     "varlen_avg": Entry(
         "systems.varlen_linker.system:VarlenAvg",
         "reddit baseline (Avg): the varlen_linker encoder trained on single posts; post embeddings averaged",
+        serves=POST_STREAMS,
     ),
     "reddit_tfidf": Entry(
         "systems.baselines.forum_tfidf:RedditTfidf",
         "reddit baseline: word TF-IDF of a sample's concatenated text, cosine",
+        serves=FORUM,
     ),
     "episode_fusion": Entry(
         "systems.forum_fusion.system:EpisodeFusion",
         "darkweb: learned weights (listwise, training split) of word and char TF-IDF, sub-forum and weekday cosines",
+        serves=EPISODES,
     ),
     "reddit_fusion": Entry(
         "systems.forum_fusion.system:RedditFusion",
         "reddit: learned weights (listwise, training split) of word and char TF-IDF, subreddit and hour cosines",
+        serves=POST_STREAMS,
     ),
     "episode_encoder": Entry(
         "systems.forum_encoder.system:EpisodeEncoder",
         "darkweb: MiniLM (or a local HF model) post vectors, mean over an episode, projection trained by triplet loss",
+        serves=FORUM,
     ),
     "reddit_encoder": Entry(
         "systems.forum_encoder.system:RedditEncoder",
         "reddit: MiniLM (or a local HF model) post vectors, mean over a sample, projection trained by triplet loss",
+        serves=FORUM,
     ),
     "stacked": Entry(
         "systems.stacked:StackedEnsemble",
         "after PAN14's meta-classifier: logistic regression over members' out-of-fold answers (--param members=a,b)",
+        serves=VERIFICATION,
     ),
     "char_lm": Entry(
         "systems.char_lm.system:CharLM",
         "Bagnall 2015: shared character GRU, one softmax head per author, relative cross-entropy (preset=paper)",
+        serves=VERIFICATION,
     ),
 }
 
@@ -148,11 +201,16 @@ def load(entry_point: str) -> Any:
     return getattr(module, attribute)
 
 
-def _lookup(table: dict[str, Entry], kind: str, name: str) -> Any:
+def entry(table: dict[str, Entry], kind: str, name: str) -> Entry:
+    """The registry entry of `name`, or a one-line error listing the known names."""
     if name not in table:
         known = ", ".join(sorted(table))
         raise HarnessError(f"unknown {kind} {name!r}; known {kind}s: {known}")
-    return load(table[name].target)
+    return table[name]
+
+
+def _lookup(table: dict[str, Entry], kind: str, name: str) -> Any:
+    return load(entry(table, kind, name).target)
 
 
 def task_class(name: str) -> Any:
@@ -165,3 +223,28 @@ def system_class(name: str) -> Any:
 
 def converter(name: str) -> Any:
     return _lookup(CONVERTERS, "converter", name)
+
+
+def fits(system_name: str, task_name: str) -> bool:
+    """Whether a system serves the kind of data a task gives (from the declarations; nothing is imported)."""
+    system, task = SYSTEMS[system_name], TASKS[task_name]
+    return not system.serves or not task.kind or task.kind in system.serves
+
+
+def check_fits(system_name: str, task_name: str) -> None:
+    """A one-line error unless both names exist and the system serves the task's kind of data; names what fits."""
+    task = entry(TASKS, "task", task_name)
+    entry(SYSTEMS, "system", system_name)
+    if fits(system_name, task_name):
+        return
+    tasks = [name for name in TASKS if fits(system_name, name)]
+    systems = [name for name in SYSTEMS if fits(name, task_name)]
+    raise HarnessError(
+        f"system {system_name!r} does not fit task {task_name!r}, which gives {KINDS.get(task.kind, task.kind)}; "
+        f"{system_name} runs on: {', '.join(tasks) or 'no task'}; systems for {task_name}: {', '.join(systems)}"
+    )
+
+
+def pan_answer_tasks() -> list[str]:
+    """The tasks with PAN answer files: the ones `harness predict` and `harness score` work with."""
+    return [name for name, task in TASKS.items() if task.pan_answers]

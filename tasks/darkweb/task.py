@@ -107,7 +107,7 @@ class DarkwebTask:
         if max_authors is not None and max_authors < 2:
             raise HarnessError(f"max_authors must be at least 2 or None, got {max_authors!r}")
         if multitask and market is not None:
-            raise HarnessError("multitask training needs all markets (market=None)")
+            raise HarnessError("multitask training needs all markets: leave market unset (--task-param market=null)")
         if not 0.0 <= cross_share <= 1.0:
             raise HarnessError(f"cross_share must lie in [0, 1], got {cross_share!r}")
         if not 0.0 < author_share <= 1.0:

@@ -304,7 +304,7 @@ class RedditTask:
                 raise HarnessError(
                     f"no subreddit has {self.linking_min_subreddit_queries} or more distinguished linking authors "
                     f"to average over (left out: {left_out}); lower "
-                    "linking_min_subreddit_queries or linking_min_query_posts, or use protocol='legacy'"
+                    "linking_min_subreddit_queries or linking_min_query_posts, or pass --task-param protocol=legacy"
                 )
             averaged, subreddit_details, subreddit_curves = evaluate_linking_by_subreddit(
                 system, data.linking_by_subreddit, **measure
