@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,35 @@ def _typed_params(kind: str, name: str, cls: Any, pairs: dict[str, str]) -> dict
     params = parse_cli(cls, pairs, label=label)
     build(cls, params, label=label)  # unknown names, bad values: refused before any run starts
     return params
+
+
+def _check_output_folder(folder: Path, option: str) -> None:
+    """A folder the command will write into (made if missing) must be one it can write: checked before any work.
+
+    A fit can take hours; a file where the folder should be, or a folder that cannot be written, is refused first.
+    The nearest existing folder on the way is what `mkdir -p` starts from, so that is the one checked.
+    """
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists() and not existing.is_symlink() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "a file" if existing.is_file() else "not a folder"
+        if existing == folder:
+            raise HarnessError(f"{option} {folder} is {what}; name a folder")
+        raise HarnessError(f"{option} {folder} cannot be made: {existing} is {what}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        if existing == folder:
+            raise HarnessError(f"{option} {folder} is not writable")
+        raise HarnessError(f"{option} {folder} cannot be made: {existing} is not writable")
+
+
+def _check_output_file(path: Path, option: str) -> None:
+    """A file the command will write (made with its folders if missing): not a folder, in a folder it can write."""
+    path = Path(path)
+    if path.is_dir():
+        raise HarnessError(f"{option} {path} is a folder; name a file")
+    _check_output_folder(path.parent, option)
 
 
 class _HarnessGroup(click.Group):
@@ -110,6 +140,7 @@ def run_cmd(
             registry.check_fits(system_name, task_name)
     task_params = {name: _typed_params("task", name, registry.task_class(name), task_pairs) for name in tasks}
     params = {name: _typed_params("system", name, registry.system_class(name), pairs) for name in systems}
+    _check_output_folder(out_dir, "--out")
     for task_name in tasks:
         for system_name in systems:
             for seed in seeds:
@@ -166,6 +197,9 @@ def predict_cmd(
             f"`harness run --system {system_name} --task {task_name}` wrote (<out>/.../seed-N/checkpoint)"
         )
     answers_path = output_dir / "answers.jsonl"
+    _check_output_folder(output_dir, "--output")
+    if answers_path.is_dir():
+        raise HarnessError(f"--output {output_dir}: {answers_path} is a folder; predict writes its answers there")
     if answers_path.exists() and not overwrite:
         raise HarnessError(f"{answers_path} exists; pass --overwrite to replace it")
     data = task.load_inputs(input_dir)
@@ -207,6 +241,9 @@ def score_cmd(
     from harness.results import RESULT_NAME
 
     task = _pan_answers_task(task_name)
+    _check_output_folder(output_dir, "--output")
+    if record_dir is not None:
+        _check_output_folder(record_dir, "--record")
     if record_dir is not None and (record_dir / RESULT_NAME).exists() and not overwrite:
         raise HarnessError(f"{record_dir / RESULT_NAME} exists; pass --overwrite to replace it")
     truth = task.read_truth(truth_path)
@@ -238,6 +275,7 @@ def score_cmd(
 @click.option("--overwrite", is_flag=True, help="Replace existing outputs in DST.")
 def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> None:
     """Convert a dataset folder to another task's layout (e.g. a PAN 2013-2015 corpus folder to PAN 2020-2023 jsonl)."""
+    _check_output_folder(dst, "DST")
     count = registry.converter(source_format)(src, dst, overwrite=overwrite)
     click.echo(f"converted {count} problems from {src} to {dst}")
 
@@ -264,6 +302,8 @@ def leaderboard_cmd(
     """Tables of the runs in RESULTS (folders or result.json files): one per task, best system first."""
     from harness.leaderboard import build_tables, find_runs, render
 
+    if output is not None:
+        _check_output_file(output, "--output")
     tables = build_tables(find_runs(results), ci=ci, significance=significance, resamples=resamples)
     text = render(tables, fmt, digits=digits)
     if output is None:
@@ -284,6 +324,7 @@ def plot_cmd(results: tuple[Path, ...], out_dir: Path) -> None:
     from harness.leaderboard import find_runs
     from harness.plotting import plot_all
 
+    _check_output_folder(out_dir, "--out")
     written = plot_all(find_runs(results), out_dir)
     if not written:
         raise HarnessError("nothing to plot in these results")
@@ -301,6 +342,7 @@ def report_cmd(results: tuple[Path, ...], out_dir: Path, ci: bool, significance:
     """Leaderboards (md, tex, csv, json) and all plots of the results, with a Markdown index."""
     from harness.report import write_report
 
+    _check_output_folder(out_dir, "--out")
     index = write_report(list(results), out_dir, ci=ci, significance=significance, resamples=resamples)
     click.echo(f"wrote {index}")
 

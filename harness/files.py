@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -21,14 +22,25 @@ _RANDOM_PART = r"[a-z0-9_]{8}"
 ATOMIC_WRITE_SUFFIX = ".tmp"  # atomic_write's temporary beside NAME is `.NAME.XXXXXXXX.tmp`
 
 
+GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip file
+
+
 def find_data_file(folder: Path, stem: str) -> Path:
-    """Return `folder/stem` or its gzipped twin `folder/stem.gz`; a DataError names what is missing."""
+    """Return `folder/stem` or its gzipped twin `folder/stem.gz`; a DataError names what is missing.
+
+    Both present is a DataError naming both: which one holds the data meant is not ours to guess.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError("is not a directory", path=folder)
-    for candidate in (folder / stem, folder / f"{stem}.gz"):
-        if candidate.is_file():
-            return candidate
+    found = [candidate for candidate in (folder / stem, folder / f"{stem}.gz") if candidate.is_file()]
+    if len(found) > 1:
+        raise DataError(
+            f"both {stem} and {stem}.gz are here, and which one to read is ambiguous; remove or rename one",
+            path=folder,
+        )
+    if found:
+        return found[0]
     raise DataError(f"expected {stem} or {stem}.gz in this directory", path=folder)
 
 
@@ -36,13 +48,16 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a plain or gzipped jsonl file.
 
     Non-UTF-8 bytes, malformed JSON, non-object lines and an empty file are DataErrors
-    that name the file and line.
+    that name the file and line; so is a plain file holding gzip bytes (it wants a `.gz` name).
     """
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
+    gzipped = path.suffix == ".gz"
+    opener = gzip.open if gzipped else open
     seen_any = False
     try:
         with opener(path, "rb") as handle:
+            if not gzipped and handle.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] == GZIP_MAGIC:
+                raise DataError(f"this looks gzipped; name it {path.name}.gz", path=path)
             for line_no, raw in enumerate(handle, start=1):
                 try:
                     line = raw.decode("utf-8")
@@ -66,14 +81,43 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DataError("file is empty", path=path)
 
 
-def require_field(obj: dict[str, Any], field: str, kind: type | tuple[type, ...], path: Path, line: int) -> Any:
-    """Return obj[field], checking presence and type; a DataError names file, line and field."""
+def require_field(
+    obj: dict[str, Any], field: str, kind: type | tuple[type, ...], path: Path, line: int, *, free_text: bool = False
+) -> Any:
+    """Return obj[field], checking presence and type; a DataError names file, line and field.
+
+    A number must be finite: JSON as Python reads it lets NaN and Infinity through. A string must be one UTF-8
+    can encode (see `check_text`): ids and labels end up in answer and result files, and a lone surrogate there
+    fails only when they are written, after the work is done. A `free_text` (a post's or a problem's text, read
+    but never written) may hold one: a system still answers it.
+    """
     if field not in obj:
         raise DataError("missing", path=path, line=line, field=field)
     value = obj[field]
     # bool is an int in Python; never accept it where a number is asked for, or the reverse
     if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
         raise DataError(f"expected {_type_names(kind)}, got {type(value).__name__}", path=path, line=line, field=field)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(f"expected a finite number, got {value!r}", path=path, line=line, field=field)
+    if isinstance(value, str) and not free_text:
+        check_text(value, path, line, field)
+    return value
+
+
+def check_text(value: str, path: Path, line: int | None, field: str) -> str:
+    """`value`, if UTF-8 can encode it: a lone surrogate (a JSON escape "\\ud800" without its pair) is a DataError."""
+    if value.isascii():  # constant time in CPython: the common case costs nothing
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(value[exc.start])
+        raise DataError(
+            f"holds a lone surrogate \\u{code:04x} at character {exc.start}, which UTF-8 cannot encode",
+            path=path,
+            line=line,
+            field=field,
+        ) from None
     return value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import DataError
-from harness.files import find_data_file, read_jsonl, require_field, sha256_files
+from harness.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
 from harness.progress import pbar
 from tasks.forum.records import ForumPost
 
@@ -25,7 +25,9 @@ def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
 
     Each line needs post_id, author, market, subforum, thread_id (strings), created (integer
     Unix seconds) and text (a string, possibly empty: the tasks decide what an empty post means);
-    parent_id may be null and kind defaults to "comment". Duplicate post ids are an error.
+    parent_id may be null and kind defaults to "comment". Duplicate post ids are an error, and so are
+    a `created` of NaN or Infinity and an id or label holding a lone surrogate (see `require_field`); the text
+    may hold one, as a PAN problem's text may.
     """
     path = Path(path)
     posts: list[ForumPost] = []
@@ -45,9 +47,12 @@ def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
             raise DataError(
                 f"expected str or null, got {type(parent).__name__}", path=path, line=line, field="parent_id"
             )
+        if parent is not None:
+            check_text(parent, path, line, "parent_id")
         kind = obj.get("kind", "comment")
         if not isinstance(kind, str):
             raise DataError(f"expected str, got {type(kind).__name__}", path=path, line=line, field="kind")
+        check_text(kind, path, line, "kind")
         posts.append(
             ForumPost(
                 post_id=post_id,
@@ -58,7 +63,7 @@ def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
                 parent_id=parent,
                 kind=kind,
                 created=int(created),
-                text=require_field(obj, "text", str, path, line),
+                text=require_field(obj, "text", str, path, line, free_text=True),
             )
         )
     return posts, sha256_files([path])

@@ -55,7 +55,7 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
     existing = [dst / name for name in _OUTPUTS if (dst / name).exists()]
     if existing and not overwrite:
         names = ", ".join(p.name for p in existing)
-        raise HarnessError(f"{dst}: {names} already exist; use overwrite=True (harness convert --overwrite) to replace")
+        raise HarnessError(f"{dst}: {names} already exist; pass --overwrite to replace them")
 
     problems, _ = read_classic_corpus(src)
     truth_path = src / "truth.txt"
@@ -81,5 +81,13 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
         if stale not in written:
             stale.unlink()
             logger.info("removed stale %s", stale)
+    if truth is None:  # a TIRA input folder, or a split that lost its truth: said aloud, not silently
+        logger.warning(
+            "%s has no truth.txt: wrote %s only, no %s (enough for `harness predict`; "
+            "`harness run` and `harness score` need truth)",
+            src,
+            dst / PAIRS,
+            TRUTH,
+        )
     logger.info("converted %d problems from %s to %s", len(problems), src, dst)
     return len(problems)

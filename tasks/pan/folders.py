@@ -10,6 +10,7 @@ Bad input is a `DataError` naming the file, the line (for truth.txt) and the fie
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -59,19 +60,29 @@ def read_text_file(path: Path, *, allow_empty: bool = False) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        bad = raw[exc.start : exc.start + 1].hex()
-        raise DataError(f"not valid UTF-8 (byte 0x{bad} at offset {exc.start})", path=path, line=line) from None
-    # BOMs (dropped by utf-8-sig) and line ends are corpus-construction artefacts, not style, and they
+    text = decode_utf8(raw, path)
+    # BOMs (dropped by decode_utf8) and line ends are corpus-construction artefacts, not style, and they
     # leak labels: in PAN14 novels train the 21 problems that mix BOM and BOM-less texts are all
     # different-author; in PAN14 novels test 28 of the 39 problems with some CRLF texts are same-author.
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip() and not allow_empty:
         raise DataError("text is empty", path=path)
     return text
+
+
+def decode_utf8(raw: bytes, path: Path) -> str:
+    """A file's bytes as UTF-8 text without its leading BOM; bad bytes are a DataError naming line and byte offset.
+
+    The offset counts from the file's first byte, BOM included (decoding "utf-8-sig" counts from after it).
+    """
+    start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = start + exc.start
+        line = raw.count(b"\n", 0, offset) + 1
+        bad = raw[offset : offset + 1].hex()
+        raise DataError(f"not valid UTF-8 (byte 0x{bad} at offset {offset})", path=path, line=line) from None
 
 
 def placeholder_authors(problem_id: str, same: bool) -> tuple[str, str]:
@@ -125,10 +136,9 @@ def _read_contents(corpus_dir: Path) -> tuple[dict[str, Any] | None, Path | None
     path = corpus_dir / "contents.json"
     if not path.is_file():
         return None, None
+    text = decode_utf8(path.read_bytes(), path)
     try:
-        obj = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not valid UTF-8 ({exc.reason})", path=path) from None
+        obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
     if not isinstance(obj, dict):
@@ -224,11 +234,7 @@ def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[s
         raise DataError("truth file not found", path=path) from None
     except OSError as exc:
         raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
-    try:
-        content = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise DataError(f"not valid UTF-8 ({exc.reason})", path=path, line=line) from None
+    content = decode_utf8(raw, path)
     truth: dict[str, VerificationTruth] = {}
     lines: dict[str, int] = {}
     for line_no, line in enumerate(content.splitlines(), start=1):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import DataError
-from harness.files import find_data_file, read_jsonl, require_field, sha256_files
+from harness.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
 from harness.records import VerificationData, VerificationProblem, VerificationTruth
 from tasks.pan.common import PanVerificationTask, check_truth_ids, split_dir
 
@@ -86,6 +86,7 @@ def _read_string_list(
     for i, value in enumerate(values):
         if not isinstance(value, str):
             raise DataError(f"expected str, got {type(value).__name__}", path=path, line=line, field=f"{field}[{i}]")
+        check_text(value, path, line, f"{field}[{i}]")
         if not value.strip():
             raise DataError("empty string", path=path, line=line, field=f"{field}[{i}]")
     return tuple(values)
