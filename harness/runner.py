@@ -49,6 +49,7 @@ from harness.results import (
     write_result_file,
 )
 from harness.system import constructor_params
+from toolkit.checkpoint import load_like
 from toolkit.seeding import seed_everything
 
 logger = logging.getLogger("harness")
@@ -171,7 +172,7 @@ def run(
         )
         if resumable:
             logger.info("resuming from the fitted checkpoint %s", run_dir / CHECKPOINT_NAME)
-            system = type(system).load(run_dir / CHECKPOINT_NAME)
+            system = load_like(system, run_dir / CHECKPOINT_NAME)  # the run-time settings given to this run
             timings["fit"] = 0.0
         else:
             with duration("fit", timings):

@@ -73,13 +73,14 @@ from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
+    band_from_state,
     band_grid,
     cross_fitted_folds,
     fit_abstain_band,
     objective_function,
     training_labels,
 )
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
 
 FEATURES = (
     *(f"char{n}_{measure}" for n in (1, 2, 3, 4) for measure in ("cosine", "minmax")),
@@ -454,14 +455,14 @@ class PairFeatures:
             system = cls(**params)
             if list(state["features"]) != list(FEATURES):
                 raise ValueError(f"written with another feature list ({len(state['features'])} features); refit it")
-            p1, p2 = state["band"]
+            band = state["band"]
             system._tree = TreeArrays(*(arrays[key] for key in TreeArrays.KEYS))
         except (KeyError, TypeError, ValueError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
         inner = system._tree.left >= 0
         if ((system._tree.feature[inner] < 0) | (system._tree.feature[inner] >= len(FEATURES))).any():
             raise HarnessError(f"{directory}: tree splits on a feature index outside 0..{len(FEATURES) - 1}")
-        system._band = AbstainBand(float(p1), float(p2))
+        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
         system._seed = state.get("seed")
         system._chosen = state.get("chosen")
         return system

@@ -56,13 +56,14 @@ from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
+    band_from_state,
     band_grid,
     cross_fitted_folds,
     fit_abstain_band,
     objective_function,
     training_labels,
 )
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
 
 DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features")
 # pair_features as its forest: chosen over the single tree on out-of-fold AUC of training problems only
@@ -280,7 +281,7 @@ class StackedEnsemble:
             if coef.shape != (len(system.members),):
                 raise ValueError(f"coef has shape {coef.shape}, expected ({len(system.members)},)")
             intercept = float(state["intercept"])
-            p1, p2 = state["band"]
+            band = state["band"]
         except (KeyError, TypeError, ValueError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
         systems = []
@@ -291,7 +292,7 @@ class StackedEnsemble:
             systems.append(_member_class(name).load(folder))
         system._systems = systems
         system._coef, system._intercept = coef, intercept
-        system._band = AbstainBand(float(p1), float(p2))
+        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
         system._seed = state.get("seed")
         system._info = state.get("info")
         return system

@@ -55,13 +55,14 @@ from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
+    band_from_state,
     band_grid,
     cross_fitted_scores,
     fit_abstain_band,
     objective_function,
     training_labels,
 )
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
 from toolkit.logistic import StandardisedLogistic, fit_standardised_logistic
 
 _WORD = re.compile(r"\w+")
@@ -290,7 +291,7 @@ class Unmasking:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         try:
             system = cls(**params)
-            p1, p2 = state["band"]
+            band = state["band"]
             seed = int(state["seed"])
             model = StandardisedLogistic.from_arrays(arrays)
         except (KeyError, TypeError, ValueError, IndexError) as error:
@@ -299,7 +300,7 @@ class Unmasking:
         if not model.mean.shape == model.scale.shape == model.coef.shape == (width,):
             raise HarnessError(f"{directory}: weights must each have {width} values (rounds={system.rounds})")
         system._model = model
-        system._band = AbstainBand(float(p1), float(p2))
+        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
         system._seed = seed
         system._calibration_info = state.get("calibration")
         return system

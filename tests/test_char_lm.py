@@ -139,7 +139,10 @@ def test_checkpoint_reload_gives_the_same_answers(
     before = [a.value for a in fitted.predict(problems)]
     fitted.save(tmp_path / "checkpoint")
     assert (tmp_path / "checkpoint" / "weights.safetensors").is_file()
-    loaded = CharLM.load(tmp_path / "checkpoint")
+    from toolkit.checkpoint import load_like
+
+    assert CharLM.load(tmp_path / "checkpoint").device == "auto"  # run-time settings are not the checkpoint's
+    loaded = load_like(fitted, tmp_path / "checkpoint")  # with the fitted system's device
     assert loaded.params() == fitted.params()
     after = [a.value for a in loaded.predict(problems)]
     np.testing.assert_allclose(after, before, atol=1e-9)

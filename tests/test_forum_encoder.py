@@ -23,6 +23,7 @@ from systems.forum_encoder.system import EpisodeEncoder, RedditEncoder
 from systems.varlen_linker.losses import TopKLoss
 from tasks.darkweb import DarkwebTask
 from tasks.forum.records import sample_texts
+from toolkit.checkpoint import load_like
 
 REDDIT_TASK = {  # small ranking and linking sets for 20 synthetic authors
     "ranking_query_size": 4,
@@ -183,7 +184,7 @@ def test_fine_tuning_updates_only_the_top_layers_and_reloads_exactly(tmp_path: P
     config = json.loads((tmp_path / "checkpoint" / "config.json").read_text(encoding="utf-8"))
     assert config["state"]["encoder"]["identity"] == tuned._post_encoder.identity
     assert config["params"]["encoder"]["finetune_layers"] == 1
-    loaded = EpisodeEncoder.load(tmp_path / "checkpoint")
+    loaded = load_like(tuned, tmp_path / "checkpoint")  # run-time settings (device) are not the checkpoint's
     assert loaded.params() == tuned.params() and np.array_equal(loaded.embed(test.episodes), embeddings)
     # other weights under the same name: refused, not silently used
     make_tiny_encoder(folder, seed=1)
@@ -203,7 +204,7 @@ def test_frozen_checkpoint_and_disk_cache_give_identical_embeddings(tiny, tmp_pa
     assert embeddings.shape == (8, 16) and np.allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
     assert len(list(cache.rglob("*.npy"))) == len({a.text for s in train.streams for a in s.actions})
     frozen.save(tmp_path / "checkpoint")
-    loaded = RedditEncoder.load(tmp_path / "checkpoint")
+    loaded = load_like(frozen, tmp_path / "checkpoint")  # the cache folder is a run-time setting, not the checkpoint's
     assert np.array_equal(loaded.embed(samples), embeddings)
     assert loaded._post_encoder.stats["cached_posts"] > 0 and loaded._post_encoder.stats["computed_posts"] == 0
     again = system(RedditEncoder, tiny, **{"training.epochs": 3})  # no disk cache: the same numbers computed

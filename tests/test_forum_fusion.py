@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,11 @@ def test_a_checkpoint_with_bad_weights_is_refused(darkweb, tmp_path):
     tensors = load_file(arrays)
     tensors["weights"] = np.array([1.0, -1.0, 0.0, 0.0])
     save_file(tensors, arrays)
+    with pytest.raises(HarnessError, match="edited or corrupted"):  # the checksum saved with it
+        EpisodeFusion.load(tmp_path / "ckpt")
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text(encoding="utf-8"))
+    config.pop("checksums")  # unchecked, as a checkpoint written before checksums: the weights themselves are checked
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(HarnessError, match="finite weights >= 0"):
         EpisodeFusion.load(tmp_path / "ckpt")
 

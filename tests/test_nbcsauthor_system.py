@@ -29,6 +29,7 @@ from systems.nbcsauthor.settings import PRESETS
 from systems.nbcsauthor.system import SYSML, EpisodeAuthor, EpisodeCNN, Training, migrate_legacy
 from systems.nbcsauthor.tokenizer import PAD_ID, PostTokenizer
 from tasks.darkweb.evaluation import evaluate_embeddings
+from toolkit.checkpoint import load_like
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +116,7 @@ def test_fit_embed_and_checkpoint_round_trip(splits, tmp_path: Path):
     emb = system.embed(test.episodes)
     assert emb.shape == (len(test.episodes), TINY_PARAMS["encoder.output_dim"]) and emb.dtype == np.float32
     system.save(tmp_path / "ckpt")
-    loaded = EpisodeAuthor.load(tmp_path / "ckpt")
+    loaded = load_like(system, tmp_path / "ckpt")  # its run-time settings (device) are not the checkpoint's
     assert loaded.params() == system.params() and loaded.info == info
     np.testing.assert_allclose(loaded.embed(test.episodes), emb, rtol=1e-5, atol=1e-6)
     # the same seed trains the same model

@@ -32,6 +32,7 @@ from systems.siamese_bilstm.routing import ENSEMBLE  # noqa: E402
 from systems.siamese_bilstm.settings import Calibration, Training  # noqa: E402
 from systems.siamese_bilstm.system import SiameseBiLSTM  # noqa: E402
 from toolkit.calibration import AbstainBand  # noqa: E402
+from toolkit.checkpoint import load_like  # noqa: E402
 
 TYPES = ("email", "essay", "interview", "speech_transcription")
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "siamese-legacy-checkpoint"
@@ -147,7 +148,7 @@ def test_checkpoint_round_trip_gives_the_same_answers(fitted, tmp_path: Path):
     assert config["state"]["layers"] == [2, 3]
     assert set(config["state"]["bands"]) == {"general", "written", "oral", ENSEMBLE}
     assert config["state"]["groups"] == {"written": ["email", "essay"], "oral": ["interview", "speech_transcription"]}
-    loaded = SiameseBiLSTM.load(tmp_path / "ckpt")
+    loaded = load_like(system, tmp_path / "ckpt")  # run-time settings (device, cache_dir) are not the checkpoint's
     assert loaded.params() == system.params()
     assert loaded.predict(test.problems) == before
 
@@ -273,11 +274,12 @@ def test_a_checkpoint_of_the_flat_format_loads_and_gives_the_same_answers(tmp_pa
     shutil.copytree(LEGACY / "checkpoint", checkpoint)
     config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
     assert config["params"]["hidden_size"] == 4 and isinstance(config["params"]["encoder"], str)  # the flat format
-    # paths of the machine that wrote it: the committed encoder and a fresh cache here
-    config["params"].update(encoder=str(LEGACY / "encoder"), cache_dir=str(tmp_path / "cache"))
+    # the encoder: a path of the machine that wrote it; point it at the committed one
+    config["params"].update(encoder=str(LEGACY / "encoder"))
     (checkpoint / "config.json").write_text(json.dumps(config), encoding="utf-8")
 
-    system = SiameseBiLSTM.load(checkpoint)
+    # device and cache are this machine's, never the checkpoint's (its cache_dir is another machine's path)
+    system = SiameseBiLSTM.load(checkpoint, runtime={"device": "cpu", "cache_dir": str(tmp_path / "cache")})
     assert system.encoder == LayerFeaturesConfig(
         model=str(LEGACY / "encoder"), layers=(1, 3), max_tokens=24, stride=16, max_chunks_per_text=3
     )
@@ -310,6 +312,7 @@ def test_a_nested_checkpoint_from_before_batch_size_counted_chunks_keeps_its_mea
     path = tmp_path / "ckpt" / "config.json"
     config = json.loads(path.read_text(encoding="utf-8"))
     assert config["state"].pop("batch_size_counts") == "chunks"
+    config.pop("checksums")  # written then, it had no checksums either
     config["params"]["training"]["batch_size"] = 5  # then: 5 authors a batch
     path.write_text(json.dumps(config), encoding="utf-8")
     assert SiameseBiLSTM.load(tmp_path / "ckpt").training.batch_size == 10
@@ -328,11 +331,7 @@ def test_a_cpu_trained_checkpoint_predicts_the_same_on_cpu_with_or_without_mixed
     raw = system._route_scores(features, problem_texts)
     before = [a.value for a in system.predict(test.problems)]
     system.save(tmp_path / "ckpt")
-    path = tmp_path / "ckpt" / "config.json"
-    config = json.loads(path.read_text(encoding="utf-8"))
-    config["params"].update(device="cpu", mixed_precision=mixed_precision)
-    path.write_text(json.dumps(config), encoding="utf-8")
-    loaded = SiameseBiLSTM.load(tmp_path / "ckpt")
+    loaded = SiameseBiLSTM.load(tmp_path / "ckpt", runtime={"device": "cpu", "mixed_precision": mixed_precision})
     assert (loaded.torch_device(), loaded.mixed_precision) == ("cpu", mixed_precision)
     again = loaded._route_scores(features, problem_texts)
     for name in raw:

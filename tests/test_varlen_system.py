@@ -22,6 +22,7 @@ from systems.varlen_linker.model import SampleEncoderConfig
 from systems.varlen_linker.sampling import OverlappingSampling, SampleSizes
 from systems.varlen_linker.system import IurFixed, Training, VarlenAvg, VarlenLinker, upgrade_params
 from tasks.reddit import Action
+from toolkit.checkpoint import load_like
 
 REPO = Path(__file__).resolve().parents[1]
 LEGACY = REPO / "tests" / "fixtures" / "varlen-legacy-checkpoint"
@@ -77,7 +78,7 @@ def test_embed_shapes_and_checkpoint_round_trip(fitted, train, name, tmp_path: P
     config = json.loads((tmp_path / "checkpoint" / "config.json").read_text())
     assert config["system"] == name and config["params"] == system.params()
     assert config["state"]["training"]["steps_per_process"] == 6
-    loaded = type(system).load(tmp_path / "checkpoint")
+    loaded = load_like(system, tmp_path / "checkpoint")  # run-time settings (device, threads): not the checkpoint's
     assert np.allclose(loaded.embed(samples), embeddings, atol=1e-6)
     assert loaded.params() == system.params() and loaded.metric == "euclidean"
 
@@ -191,13 +192,13 @@ def test_other_losses_train(train, loss):
 
 def test_a_checkpoint_of_the_flat_parameter_format_loads_and_embeds_the_same():
     """The fixture was written by the code before parts (flat parameters, loss="topk"): see its README."""
-    system = VarlenLinker.load(LEGACY)
+    system = VarlenLinker.load(LEGACY, runtime={"device": "cpu"})
     assert system.encoder == SampleEncoderConfig(
         vocab_size=40, post_length=6, token_dim=4, filters=4, subreddit_dim=2, attention_dim=8, embedding_dim=6
     )
     assert system.loss == TopKLoss(top_k=3, margin=0.3) and system.sample_sizes == SampleSizes()
     assert system.training == Training(authors_per_batch=4, samples_per_author=2, epochs=1, steps_per_epoch=2)
-    assert (system.device, system.cpu_threads) == ("cpu", 1)
+    assert (system.device, system.cpu_threads) == ("cpu", None)  # run-time settings: this machine's
     # trained before issue 13: the checkpoint says it had the overlapping sampler, every author kept
     assert system.sampling == OverlappingSampling() and system.preset == "cpu"
     train = synthetic_train_data(n_authors=6, per_author=10)

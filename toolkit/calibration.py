@@ -44,6 +44,23 @@ class AbstainBand(NamedTuple):
         return rescale_with_abstain_band(scores, self.p1, self.p2)
 
 
+def band_from_state(value: Any, *, where: Any) -> AbstainBand:
+    """An abstain band read back from a checkpoint's state, `[p1, p2]` with `0 <= p1 <= p2 <= 1`.
+
+    Anything else (inverted, NaN, out of range, not two numbers) is a one-line HarnessError naming
+    `where` (the checkpoint's config.json), raised when the checkpoint is loaded, not at predict.
+    """
+    try:
+        p1, p2 = (float(x) for x in value)
+        if isinstance(value, str | bytes) or any(isinstance(x, bool) for x in value):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise HarnessError(f"{where}: abstain band {value!r} is not two numbers [p1, p2]; refit it") from None
+    if not 0.0 <= p1 <= p2 <= 1.0:  # NaN fails every comparison
+        raise HarnessError(f"{where}: abstain band {value!r} needs 0 <= p1 <= p2 <= 1; edited or corrupted; refit it")
+    return AbstainBand(p1, p2)
+
+
 def rescale_with_abstain_band(scores: Sequence[float] | np.ndarray, p1: float, p2: float) -> np.ndarray:
     """Map raw scores in [0, 1] to answers in [0, 1] with an abstain band (p1, p2) answering 0.5.
 

@@ -24,13 +24,14 @@ from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
+    band_from_state,
     band_grid,
     cross_fitted_scores,
     fit_abstain_band,
     objective_function,
     training_labels,
 )
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, check_tfidf_state, load_checkpoint, save_checkpoint
 from toolkit.tfidf import TfidfModel
 
 _System = TypeVar("_System", bound="TfidfCosineSystem")
@@ -134,13 +135,14 @@ class TfidfCosineSystem:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         try:
             system = cls(**params)
-            p1, p2 = state["band"]
+            band = state["band"]
         except (KeyError, TypeError, ValueError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        system._tfidf = TfidfModel.from_state(
-            state, arrays, analyzer=system._analyzer_options(), sublinear_tf=system.sublinear_tf, where=directory
-        )
-        system._band = AbstainBand(float(p1), float(p2))
+        analyzer, where = system._analyzer_options(), Path(directory) / CONFIG_NAME
+        tfidf = TfidfModel.from_state(state, arrays, analyzer=analyzer, sublinear_tf=system.sublinear_tf, where=where)
+        check_tfidf_state(tfidf.vocabulary, tfidf.idf, analyzer, system.max_features, where=where)
+        system._tfidf = tfidf
+        system._band = band_from_state(band, where=where)
         system._seed = state.get("seed")
         system._calibration = state.get("calibration")  # absent in checkpoints written before cross-fitting
         return system

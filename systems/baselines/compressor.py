@@ -23,13 +23,14 @@ from harness.records import NO_ANSWER, Answer, VerificationData, VerificationPro
 from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
+    band_from_state,
     band_grid,
     cross_fitted_scores,
     fit_abstain_band,
     objective_function,
     training_labels,
 )
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
 from toolkit.logistic import StandardisedLogistic, fit_standardised_logistic
 
 CALIBRATIONS = ("band", "radius", "none")
@@ -211,7 +212,7 @@ class CompressorBaseline:
         if (band is None) != (system.calibration != "band"):
             raise HarnessError(f"{directory}: band {band!r} does not fit calibration {system.calibration!r}")
         system._model = model
-        system._band = None if band is None else AbstainBand(float(band[0]), float(band[1]))
+        system._band = None if band is None else band_from_state(band, where=Path(directory) / CONFIG_NAME)
         system._seed = state.get("seed")
         system._calibration = state.get("calibration")  # absent in checkpoints written before cross-fitting
         return system

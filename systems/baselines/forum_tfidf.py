@@ -23,7 +23,7 @@ import numpy as np
 from harness.errors import HarnessError
 from harness.system import constructor_params
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, check_tfidf_state, load_checkpoint, save_checkpoint
 from toolkit.tfidf import WORD_TOKEN_PATTERN, TfidfModel
 
 # What one training document is: an author sequence's posts joined (a darkweb episode, a reddit
@@ -104,9 +104,10 @@ class ForumTfidf:
             system = cls(**params)
         except (TypeError, ValueError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        system._tfidf = TfidfModel.from_state(
-            state, arrays, analyzer=system._analyzer(), sublinear_tf=system.sublinear_tf, where=directory
-        )
+        analyzer, where = system._analyzer(), Path(directory) / CONFIG_NAME
+        tfidf = TfidfModel.from_state(state, arrays, analyzer=analyzer, sublinear_tf=system.sublinear_tf, where=where)
+        check_tfidf_state(tfidf.vocabulary, tfidf.idf, analyzer, system.max_features, where=where)
+        system._tfidf = tfidf
         return system
 
     def _min_df(self, documents: int) -> int:

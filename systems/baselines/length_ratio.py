@@ -25,13 +25,14 @@ from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
+    band_from_state,
     band_grid,
     cross_fitted_scores,
     fit_abstain_band,
     objective_function,
     training_labels,
 )
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
 
 
 def length_ratios(problems: Sequence[VerificationProblem]) -> np.ndarray:
@@ -106,10 +107,10 @@ class LengthRatio:
         params, state, _ = load_checkpoint(directory, system=cls.name)
         try:
             system = cls(**params)
-            p1, p2 = state["band"]
+            band = state["band"]
         except (KeyError, TypeError, ValueError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        system._band = AbstainBand(float(p1), float(p2))
+        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
         system._seed = state.get("seed")
         system._calibration = state.get("calibration")  # absent in checkpoints written before cross-fitting
         return system

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -48,8 +48,15 @@ from harness.errors import HarnessError
 from harness.params import build_part
 from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
-from toolkit.calibration import AbstainBand, band_grid, fit_abstain_band, objective_function, training_labels
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.calibration import (
+    AbstainBand,
+    band_from_state,
+    band_grid,
+    fit_abstain_band,
+    objective_function,
+    training_labels,
+)
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.splits import text_key
 
 logger = logging.getLogger("harness")
@@ -426,8 +433,9 @@ class CharLM:
         save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
-    def load(cls: type[_System], directory: Path) -> _System:
-        """Read a checkpoint written by `save` (network on the configured device)."""
+    def load(cls: type[_System], directory: Path, *, runtime: Mapping[str, Any] | None = None) -> _System:
+        """Read a checkpoint written by `save`; device, mixed precision and CPU threads are this machine's
+        (`runtime`, else the defaults), not the checkpoint's."""
         import torch
 
         from harness.params import build
@@ -436,6 +444,8 @@ class CharLM:
         from toolkit.devices import resolve_device
 
         params, state, arrays = load_checkpoint(directory, system=cls.name)
+        where = Path(directory) / CONFIG_NAME
+        params = runtime_params(params, runtime, where=where)
         try:
             system = build(cls, params)
             p = system.preset
@@ -467,8 +477,7 @@ class CharLM:
             }
             a, b = state["platt"]
             system._platt = (float(a), float(b))
-            p1, p2 = state["band"]
-            system._band = AbstainBand(float(p1), float(p2))
+            system._band = band_from_state(state["band"], where=where)
             system._seed = state.get("seed")
             system.training_stats = state.get("training_stats", {})
         except (KeyError, TypeError, ValueError, RuntimeError) as error:

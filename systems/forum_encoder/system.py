@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
@@ -42,7 +42,7 @@ from systems.forum_encoder.sampling import Batch, Sampling, TrainingPosts, train
 from systems.varlen_linker.losses import LOSSES, RankedListLoss, TopKLoss, TripletLoss
 from systems.varlen_linker.sampling import epoch_batches
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import resolve_device
 from toolkit.memory import peak_rss_mb, torch_threads
 from toolkit.training import train_epochs
@@ -336,9 +336,14 @@ class ForumEncoder:
         save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
-    def load(cls: type[_System], directory: Path) -> _System:
-        """Read a checkpoint of the same class; the encoder must be the one it was trained from (same files)."""
+    def load(cls: type[_System], directory: Path, *, runtime: Mapping[str, Any] | None = None) -> _System:
+        """Read a checkpoint of the same class; the encoder must be the one it was trained from (same files).
+
+        Device, mixed precision, CPU threads and the post-vector cache are this machine's (`runtime`, else
+        the defaults: device "auto", no disk cache), never the checkpoint's, whose values are provenance only.
+        """
         params, state, arrays = load_checkpoint(directory, system=cls.name)
+        params = runtime_params(params, runtime, where=Path(directory) / CONFIG_NAME)
         system = build(cls, params, label=f"{directory}: {cls.name} checkpoint")
         device = resolve_device(system.device)
         encoder = system.encoder.build(

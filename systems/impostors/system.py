@@ -51,13 +51,14 @@ from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
+    band_from_state,
     band_grid,
     cross_fitted_scores,
     fit_abstain_band,
     objective_function,
     training_labels,
 )
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, check_tfidf_state, load_checkpoint, save_checkpoint
 from toolkit.splits import problem_groups, text_key
 from toolkit.tfidf import TfidfModel
 
@@ -290,7 +291,7 @@ class GeneralImpostors:
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         try:
             system = cls(**params)
-            p1, p2 = state["band"]
+            band = state["band"]
             keys = [str(k) for k in state["pool_keys"]]
             vectors = np.asarray(arrays["pool_vectors"], dtype=np.float32)
             groups = np.asarray(arrays["pool_groups"], dtype=np.int64)
@@ -299,10 +300,12 @@ class GeneralImpostors:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
         options = system._analyzer_options()
         tfidf = TfidfModel.from_state(state, arrays, analyzer=options, sublinear_tf=False, where=directory)
+        where = Path(directory) / CONFIG_NAME
+        check_tfidf_state(tfidf.vocabulary, tfidf.idf, options, system.max_features, where=where)
         if vectors.shape != (len(keys), len(tfidf.vocabulary)) or groups.shape != (len(keys),):
             raise HarnessError(f"{directory}: pool_vectors/pool_groups have shapes {vectors.shape}/{groups.shape}")
         system._pool = _Pool(tfidf, vectors, keys, groups)
-        system._band = AbstainBand(float(p1), float(p2))
+        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
         system._seed = seed
         system.info = dict(state.get("info", {}))
         return system

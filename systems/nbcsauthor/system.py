@@ -61,7 +61,7 @@ from systems.nbcsauthor.settings import PRESETS, Training
 from systems.nbcsauthor.tokenizer import PostTokenizer
 from systems.nbcsauthor.validation import BestEpoch, hold_out
 from tasks.darkweb.records import DarkwebData, Episode
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import autocast, resolve_device
 from toolkit.distributed import DistributedContext, all_reduce_mean, init_distributed, shard, wrap_model
 from toolkit.training import train_epochs
@@ -315,12 +315,13 @@ class EpisodeAuthor:
         save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
-    def load(cls, directory: Path) -> EpisodeAuthor:
+    def load(cls, directory: Path, *, runtime: Mapping[str, Any] | None = None) -> EpisodeAuthor:
+        """Read a checkpoint; device and mixed precision are this machine's (`runtime`, else the defaults)."""
         params, state, arrays = load_checkpoint(directory, system=cls.name)
         if "encoder" not in params:  # written before parts (flat parameters)
             params = migrate_legacy(params)
         params = {"preset": PRESET_BEFORE_PRESETS, **params}  # written before presets: the defaults then
-        system = build(cls, params)
+        system = build(cls, runtime_params(params, runtime, where=Path(directory) / CONFIG_NAME))
         system._tokenizer = PostTokenizer.from_json(state["tokenizer"])
         system._contexts = {(m, f): int(i) for m, f, i in state["contexts"]}
         system._info = state.get("info", {})

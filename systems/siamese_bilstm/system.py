@@ -37,8 +37,8 @@ from systems.siamese_bilstm.model import BiLSTMHead, BiLSTMHeadConfig
 from systems.siamese_bilstm.routing import ENSEMBLE, GENERAL, PAN23_GROUPS, check_groups, route
 from systems.siamese_bilstm.sampler import AuthorBatchSampler, Batch, eligible_authors
 from systems.siamese_bilstm.settings import Calibration, Training
-from toolkit.calibration import AbstainBand, fit_abstain_band
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.calibration import AbstainBand, band_from_state, fit_abstain_band
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import autocast, resolve_device
 from toolkit.training import train_epochs
 
@@ -241,40 +241,56 @@ class SiameseBiLSTM:
         save_checkpoint(Path(directory), system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
-    def load(cls, directory: Path) -> SiameseBiLSTM:
-        """Read a checkpoint folder, also one written before the parameters became parts (flat names)."""
-        params, state, arrays = load_checkpoint(Path(directory), system=cls.name)
+    def load(cls, directory: Path, *, runtime: Mapping[str, Any] | None = None) -> SiameseBiLSTM:
+        """Read a checkpoint folder, also one written before the parameters became parts (flat names).
+
+        Device, mixed precision and feature cache are this machine's (`runtime`, else the defaults:
+        device "auto", the default cache folder), never the checkpoint's: its recorded values say only
+        where it was trained (toolkit.checkpoint.RUNTIME_SETTINGS).
+        """
+        directory = Path(directory)
+        config_path = directory / CONFIG_NAME
+        params, state, arrays = load_checkpoint(directory, system=cls.name)
         if not isinstance(params.get("encoder"), Mapping):  # the flat format: encoder was a name or None
             params = rename_legacy(params, LEGACY_RENAMES)
         if state.get("batch_size_counts") != BATCH_UNIT:
             # Written when batch_size counted authors per batch (two chunks each): an old batch_size B
             # is 2B chunks today, so the reloaded configuration means what it meant when it was trained.
             params = _authors_to_chunks(params)
-        if params.get("device", "auto").startswith("cuda") and not torch.cuda.is_available():
-            logger.warning(
-                "%s: checkpoint trained on %s; no GPU here, predicting on the CPU", cls.name, params["device"]
-            )
-            params["device"] = "cpu"
-        system = build(cls, params)
+        system = build(cls, runtime_params(params, runtime, where=config_path))
+        try:
+            expected = str(state["encoder_identity"])
+            layers = [int(x) for x in state["layers"]]
+            input_size = int(state["input_size"])
+            names = [str(name) for name in state["heads"]]
+            bands = {str(name): band_from_state(band, where=config_path) for name, band in state["bands"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise HarnessError(f"{config_path}: malformed {cls.name} checkpoint ({error!r}); refit it") from None
         identity = system.extractor().identity
-        if identity != state["encoder_identity"]:
+        if identity != expected:
             raise HarnessError(
                 f"{directory}: the checkpoint's heads were trained on encoder features of another encoder "
-                f"(checkpoint {state['encoder_identity'][:12]}, found {identity[:12]} for {system.encoder.model!r})"
+                f"(checkpoint {expected[:12]}, found {identity[:12]} for {system.encoder.model!r})"
             )
-        system._layer_index = [int(x) for x in state["layers"]]
-        system._encoder_identity = state["encoder_identity"]
+        system._layer_index = layers
+        system._encoder_identity = expected
         system._info = state.get("info", {})
         device = system.torch_device()
-        for name in state["heads"]:
-            head = system.head.build(int(state["input_size"]))
+        for name in names:
+            head = system.head.build(input_size)
             prefix = f"{name}."
             weights = {
                 k[len(prefix) :]: torch.from_numpy(np.array(v)) for k, v in arrays.items() if k.startswith(prefix)
             }
-            head.load_state_dict(weights, strict=True)
+            try:
+                head.load_state_dict(weights, strict=True)
+            except RuntimeError as error:  # missing or unexpected tensors, shapes other than the parameters give
+                reason = " ".join(str(error).split())[:300]
+                raise HarnessError(
+                    f"{directory}: the {name!r} head's weights do not fit its parameters ({reason}); refit it"
+                ) from None
             system._heads[name] = head.to(device).eval()
-        system._bands = {name: AbstainBand(float(p1), float(p2)) for name, (p1, p2) in state["bands"].items()}
+        system._bands = bands
         return system
 
     # -- pieces ------------------------------------------------------------------------------------

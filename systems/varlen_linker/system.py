@@ -65,7 +65,7 @@ from systems.varlen_linker.model import SampleEncoder, SampleEncoderConfig
 from systems.varlen_linker.sampling import SAMPLINGS, OverlappingSampling, PeriodSampling, SampleSizes, epoch_batches
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action, RedditData
-from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import autocast, resolve_device
 from toolkit.distributed import DistributedContext, barrier, init_distributed, shard, wrap_model
 from toolkit.memory import peak_rss_mb, torch_threads, trim_heap
@@ -508,10 +508,14 @@ class VarlenLinker:
         save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     @classmethod
-    def load(cls: type[_System], directory: Path) -> _System:
-        """Read a checkpoint written by `save` of the same class (or by its flat-parameter version)."""
+    def load(cls: type[_System], directory: Path, *, runtime: Mapping[str, Any] | None = None) -> _System:
+        """Read a checkpoint written by `save` of the same class (or by its flat-parameter version).
+
+        Device, mixed precision and CPU threads are this machine's (`runtime`, else the defaults), not the checkpoint's.
+        """
         params, state, arrays = load_checkpoint(directory, system=cls.name)
-        system = build(cls, upgrade_params(params), label=f"{directory}: {cls.name} checkpoint")
+        params = runtime_params(upgrade_params(params), runtime, where=Path(directory) / CONFIG_NAME)
+        system = build(cls, params, label=f"{directory}: {cls.name} checkpoint")
         try:
             tokenizer = SubwordTokenizer(arrays["tokenizer"].tobytes())
             num_subreddits = int(state["num_subreddits"])
