@@ -108,7 +108,15 @@ def list_cmd() -> None:
 @click.option("--system", "systems", multiple=True, required=True, help="System name (repeatable).")
 @click.option("--task", "tasks", multiple=True, required=True, help="Task name (repeatable).")
 @click.option("--data", "data_dir", type=click.Path(path_type=Path), required=True, help="Dataset folder.")
-@click.option("--seed", "seeds", type=int, multiple=True, default=(0,), show_default=True, help="Seed (repeatable).")
+@click.option(
+    "--seed",
+    "seeds",
+    type=click.IntRange(0, 2**64 - 1),  # what every generator takes: a negative seed was a traceback after loading
+    multiple=True,
+    default=(0,),
+    show_default=True,
+    help="Seed (repeatable).",
+)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--param", "param_pairs", multiple=True, help="System parameter KEY=VALUE (repeatable).")
 @click.option("--task-param", "task_param_pairs", multiple=True, help="Task parameter KEY=VALUE (repeatable).")
@@ -287,8 +295,14 @@ def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> No
 )
 @click.option("--ci", is_flag=True, help="Bootstrap 95% interval of the main score over problems/queries.")
 @click.option("--significance", is_flag=True, help="Paired approximate randomization test against the best system.")
-@click.option("--resamples", type=int, default=1000, show_default=True, help="Bootstrap resamples / test rounds.")
-@click.option("--digits", type=int, default=3, show_default=True)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples / test rounds.",
+)
+@click.option("--digits", type=click.IntRange(min=0), default=3, show_default=True)
 @click.option("--output", type=click.Path(path_type=Path), help="Write the table here instead of printing it.")
 def leaderboard_cmd(
     results: tuple[Path, ...],
@@ -337,7 +351,7 @@ def plot_cmd(results: tuple[Path, ...], out_dir: Path) -> None:
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True)
 @click.option("--ci/--no-ci", default=True, show_default=True)
 @click.option("--significance/--no-significance", default=True, show_default=True)
-@click.option("--resamples", type=int, default=1000, show_default=True)
+@click.option("--resamples", type=click.IntRange(min=1), default=1000, show_default=True)
 def report_cmd(results: tuple[Path, ...], out_dir: Path, ci: bool, significance: bool, resamples: int) -> None:
     """Leaderboards (md, tex, csv, json) and all plots of the results, with a Markdown index."""
     from harness.report import write_report

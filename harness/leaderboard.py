@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness.errors import DataError, HarnessError
 from harness.metrics.table import higher_is_better, is_known
 from harness.results import RESULT_NAME, read_details, read_result
 
@@ -240,6 +240,8 @@ def build_tables(
                 continue
             try:
                 add(table, rounds=resamples, seed=seed)
+            except DataError:  # a broken details file is an error, not a missing feature
+                raise
             except HarnessError as exc:
                 table.notes.append(f"{add.__name__.removeprefix('_add_')} not available: {exc}")
         tables.append(table)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.files import write_json, write_jsonl
+from harness.files import read_jsonl, write_json, write_jsonl
 from harness.metrics.table import higher_is_better
 from harness.provenance import environment
 from harness.task import Evaluation, TaskMetadata
@@ -105,5 +105,6 @@ def read_details(result_path: Path) -> list[dict[str, Any]]:
     path = Path(result_path).parent / DETAILS_NAME
     if not path.is_file():
         raise HarnessError(f"{path}: missing; the run's per-item details are needed for this")
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    if path.stat().st_size == 0:
+        return []
+    return [row for _, row in read_jsonl(path)]  # a malformed line is a one-line error naming file and line
