@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.forum_slice import write_author_slice
+from helpers.forum_slice import SLICE_REDDIT_PARAMS, write_author_slice
 
 from harness import registry
 from harness.errors import HarnessError
@@ -16,15 +16,7 @@ from systems.forum_fusion.weights import RankingList, _PaddedLists, fit_view_wei
 from tasks.darkweb import DarkwebData, DarkwebTask
 from tasks.reddit import RedditData, RedditTask
 
-REDDIT_PARAMS = {  # small ranking and linking sets, as in test_forum_tfidf
-    "ranking_query_size": 8,
-    "ranking_target_size": 8,
-    "linking_query_size": 16,
-    "linking_min_query_posts": 8,
-    "linking_target_sizes": (1, 2, 4, 8),
-    "linking_target_size": 4,
-    "linking_min_subreddit_queries": 5,
-}
+REDDIT_PARAMS = SLICE_REDDIT_PARAMS
 SMALL = {"word_features": 2000, "char_features": 2000, "training_queries": 60}
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.forum_slice import write_author_slice
+from helpers.forum_slice import SLICE_REDDIT_PARAMS, write_author_slice
 
 from harness import registry
 from harness.errors import HarnessError
@@ -21,15 +21,7 @@ from tasks.reddit import Action, RedditData, RedditTask
 from toolkit.tfidf import WORD_TOKEN_PATTERN
 
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "forum-tfidf-legacy-checkpoints"
-REDDIT_PARAMS = {  # small ranking and linking sets, as in test_reddit_cli
-    "ranking_query_size": 8,
-    "ranking_target_size": 8,
-    "linking_query_size": 16,
-    "linking_min_query_posts": 8,
-    "linking_target_sizes": (1, 2, 4, 8),
-    "linking_target_size": 4,
-    "linking_min_subreddit_queries": 5,  # the slice's largest subreddit has 9 distinguished authors
-}
+REDDIT_PARAMS = SLICE_REDDIT_PARAMS
 
 
 @pytest.fixture(scope="module")

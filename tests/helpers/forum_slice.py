@@ -8,6 +8,17 @@ import json
 from collections import Counter
 from pathlib import Path
 
+# reddit task parameters that give a slice of 80 authors small ranking and linking sets
+SLICE_REDDIT_PARAMS = {
+    "ranking_query_size": 8,
+    "ranking_target_size": 8,
+    "linking_query_size": 16,
+    "linking_min_query_posts": 8,
+    "linking_target_sizes": (1, 2, 4, 8),
+    "linking_target_size": 4,
+    "linking_min_subreddit_queries": 5,  # the slice's largest subreddit has 9 distinguished authors
+}
+
 
 def write_author_slice(
     posts_file: Path, folder: Path, *, authors: int, min_posts: int = 40, max_posts: int = 300
