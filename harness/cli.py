@@ -71,13 +71,19 @@ def _check_output_file(path: Path, option: str) -> None:
 
 
 class _HarnessGroup(click.Group):
-    """Reports HarnessError (bad data, bad options) in one line with exit code 2, no traceback."""
+    """Reports HarnessError (bad data, bad options) and a command's usage errors (an option missing, unknown
+    or of the wrong type) in one line with exit code 2, no traceback. Errors in the options before the
+    command's name (`harness --bogus`) keep click's own form."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except HarnessError as exc:
             click.echo(f"error: {exc}", err=True)
+            ctx.exit(2)
+        except click.UsageError as exc:
+            command = f"harness {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "harness"
+            click.echo(f"error: {exc.format_message()} (see {command} --help)", err=True)
             ctx.exit(2)
 
 
