@@ -18,3 +18,31 @@ def forum_posts_file() -> Path:
     if not path.is_file():
         pytest.skip(f"real forum posts not found at {path} (set HARNESS_SHARED_DATA)")
     return path
+
+
+@pytest.fixture(scope="session")
+def forum_slice(forum_posts_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """All posts of 80 real authors with 40-300 posts each (chosen by a hash of the name): data for both forum tasks."""
+    from helpers.forum_slice import write_author_slice
+
+    return write_author_slice(forum_posts_file, tmp_path_factory.mktemp("forum-slice"), authors=80)
+
+
+@pytest.fixture(scope="session")
+def darkweb_slice(forum_slice: Path) -> tuple:
+    """(task, train, test) of the darkweb task on `forum_slice`, with the task's defaults."""
+    from tasks.darkweb import DarkwebTask
+
+    task = DarkwebTask()
+    return task, task.load(forum_slice, "train"), task.load(forum_slice, "test")
+
+
+@pytest.fixture(scope="session")
+def reddit_slice(forum_slice: Path) -> tuple:
+    """(task, train, test) of the reddit task on `forum_slice`, with small ranking and linking sets."""
+    from helpers.forum_slice import SLICE_REDDIT_PARAMS
+
+    from tasks.reddit import RedditTask
+
+    task = RedditTask(**SLICE_REDDIT_PARAMS)
+    return task, task.load(forum_slice, "train"), task.load(forum_slice, "test")

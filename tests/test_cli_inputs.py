@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 import pytest
-from click.testing import CliRunner
 from helpers.reddit_data import threaded_posts, write_posts
+from helpers.refusals import refused
 
 from harness import registry
-from harness.cli import main
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "pan23-format-sample"
 SMALL_REDDIT = {
@@ -28,17 +27,6 @@ SMALL_REDDIT = {
     "linking_target_sizes": "1,2,4,8",
     "linking_target_size": 4,
 }
-
-
-def refused(*args: str) -> str:
-    """The one line a refused command writes to stderr (exit code 2, no traceback)."""
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == 2, (result.output, result.exception)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def run_args(out: Path, *extra: str, system: str = "cngdist", task: str = "pan23", data: Path = SAMPLE) -> list[str]:

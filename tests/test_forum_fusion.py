@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.forum_slice import SLICE_REDDIT_PARAMS, write_author_slice
 
 from harness import registry
 from harness.errors import HarnessError
 from systems.forum_fusion.system import EpisodeFusion, RedditFusion, _dense
 from systems.forum_fusion.weights import RankingList, _PaddedLists, fit_view_weights, listwise_loss
-from tasks.darkweb import DarkwebData, DarkwebTask
-from tasks.reddit import RedditData, RedditTask
 
-REDDIT_PARAMS = SLICE_REDDIT_PARAMS
 SMALL = {"word_features": 2000, "char_features": 2000, "training_queries": 60}
 
 
@@ -79,25 +74,8 @@ def test_parameters_are_checked_and_registered():
         RedditFusion().embed([])
 
 
-@pytest.fixture(scope="module")
-def real_slice(forum_posts_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_author_slice(forum_posts_file, tmp_path_factory.mktemp("forum-slice"), authors=80)
-
-
-@pytest.fixture(scope="module")
-def darkweb(real_slice: Path) -> tuple[DarkwebTask, DarkwebData, DarkwebData]:
-    task = DarkwebTask()
-    return task, task.load(real_slice, "train"), task.load(real_slice, "test")
-
-
-@pytest.fixture(scope="module")
-def reddit(real_slice: Path) -> tuple[RedditTask, RedditData, RedditData]:
-    task = RedditTask(**REDDIT_PARAMS)
-    return task, task.load(real_slice, "train"), task.load(real_slice, "test")
-
-
-def test_episode_training_queries_follow_the_thread_disjoint_rule(darkweb):
-    _, train, _ = darkweb
+def test_episode_training_queries_follow_the_thread_disjoint_rule(darkweb_slice):
+    _, train, _ = darkweb_slice
     system = EpisodeFusion(**SMALL)
     _, samples, lists = system.training_data(train, np.random.default_rng(0))
     episodes = train.episodes
@@ -123,8 +101,8 @@ def test_episode_training_queries_follow_the_thread_disjoint_rule(darkweb):
     assert same_thread_removed > 0  # the rule had something to remove on real posts
 
 
-def test_episode_fusion_embeds_the_weighted_sum_of_view_cosines_and_survives_a_checkpoint(darkweb, tmp_path):
-    task, train, test = darkweb
+def test_episode_fusion_embeds_the_weighted_sum_of_view_cosines_and_survives_a_checkpoint(darkweb_slice, tmp_path):
+    task, train, test = darkweb_slice
     system = EpisodeFusion(**SMALL)
     system.fit(train, seed=0)
     assert set(system.weights) == {"word", "char", "community", "time"} and all(w >= 0 for w in system.weights.values())
@@ -143,10 +121,10 @@ def test_episode_fusion_embeds_the_weighted_sum_of_view_cosines_and_survives_a_c
     assert 0 < scores["mrr"] <= 1
 
 
-def test_a_checkpoint_with_bad_weights_is_refused(darkweb, tmp_path):
+def test_a_checkpoint_with_bad_weights_is_refused(darkweb_slice, tmp_path):
     from safetensors.numpy import load_file, save_file
 
-    _, train, _ = darkweb
+    _, train, _ = darkweb_slice
     system = EpisodeFusion(**SMALL)
     system.fit(train, seed=0)
     system.save(tmp_path / "ckpt")
@@ -163,8 +141,8 @@ def test_a_checkpoint_with_bad_weights_is_refused(darkweb, tmp_path):
         EpisodeFusion.load(tmp_path / "ckpt")
 
 
-def test_reddit_training_queries_and_targets_are_disjoint_and_in_time_order(reddit):
-    task, train, test = reddit
+def test_reddit_training_queries_and_targets_are_disjoint_and_in_time_order(reddit_slice):
+    task, train, test = reddit_slice
     system = RedditFusion(**SMALL)
     documents, samples, lists = system.training_data(train, np.random.default_rng(0))
     assert len(documents) == len(train)  # the vocabulary is fitted on single posts, as reddit_tfidf's

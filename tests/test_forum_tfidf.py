@@ -10,36 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.forum_slice import SLICE_REDDIT_PARAMS, write_author_slice
 
 from harness import registry
 from harness.errors import HarnessError
 from systems.baselines.forum_tfidf import EpisodeTfidf, ForumTfidf, RedditTfidf
-from tasks.darkweb import DarkwebData, DarkwebTask, Episode, EpisodePost
+from tasks.darkweb import Episode, EpisodePost
 from tasks.forum.records import sample_texts
-from tasks.reddit import Action, RedditData, RedditTask
+from tasks.reddit import Action, RedditData
 from toolkit.tfidf import WORD_TOKEN_PATTERN
 
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "forum-tfidf-legacy-checkpoints"
-REDDIT_PARAMS = SLICE_REDDIT_PARAMS
-
-
-@pytest.fixture(scope="module")
-def real_slice(forum_posts_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """All posts of 80 real authors with 40-300 posts each (chosen by a hash of the name): data for both tasks."""
-    return write_author_slice(forum_posts_file, tmp_path_factory.mktemp("forum-slice"), authors=80)
-
-
-@pytest.fixture(scope="module")
-def darkweb(real_slice: Path) -> tuple[DarkwebTask, DarkwebData, DarkwebData]:
-    task = DarkwebTask()
-    return task, task.load(real_slice, "train"), task.load(real_slice, "test")
-
-
-@pytest.fixture(scope="module")
-def reddit(real_slice: Path) -> tuple[RedditTask, RedditData, RedditData]:
-    task = RedditTask(**REDDIT_PARAMS)
-    return task, task.load(real_slice, "train"), task.load(real_slice, "test")
 
 
 def test_the_registered_variants_keep_their_names_defaults_and_metric():
@@ -88,8 +68,8 @@ def check_round_trip(system: ForumTfidf, samples: list, tmp_path: Path) -> np.nd
     return embeddings
 
 
-def test_episode_tfidf_on_real_darkweb_episodes(darkweb, tmp_path: Path):
-    task, train, test = darkweb
+def test_episode_tfidf_on_real_darkweb_episodes(darkweb_slice, tmp_path: Path):
+    task, train, test = darkweb_slice
     system = EpisodeTfidf()
     system.fit(train, seed=0)
     # one document per training episode: a term in a single episode is below min_df = 2
@@ -103,8 +83,8 @@ def test_episode_tfidf_on_real_darkweb_episodes(darkweb, tmp_path: Path):
         RedditTfidf.load(tmp_path / "episode_tfidf")
 
 
-def test_reddit_tfidf_on_real_reddit_samples(reddit, tmp_path: Path):
-    task, train, test = reddit
+def test_reddit_tfidf_on_real_reddit_samples(reddit_slice, tmp_path: Path):
+    task, train, test = reddit_slice
     system = RedditTfidf()
     system.fit(train, seed=0)
     samples = [*test.ranking.queries, *test.ranking.targets, *test.linking.queries]
@@ -115,10 +95,10 @@ def test_reddit_tfidf_on_real_reddit_samples(reddit, tmp_path: Path):
         EpisodeTfidf.load(tmp_path / "reddit_tfidf")
 
 
-def test_each_variant_reads_the_other_tasks_records(darkweb, reddit):
+def test_each_variant_reads_the_other_tasks_records(darkweb_slice, reddit_slice):
     # the system knows neither task: each variant fits and embeds the other task's records too
-    _, dark_train, dark_test = darkweb
-    _, reddit_train, reddit_test = reddit
+    _, dark_train, dark_test = darkweb_slice
+    _, reddit_train, reddit_test = reddit_slice
     per_post, per_episode = RedditTfidf(), EpisodeTfidf()
     per_post.fit(dark_train, seed=0)
     per_episode.fit(reddit_train, seed=0)
@@ -131,9 +111,9 @@ def test_each_variant_reads_the_other_tasks_records(darkweb, reddit):
     assert set(per_episode._tfidf.vocabulary) < set(per_post._tfidf.vocabulary)
 
 
-def test_tiny_training_sets_keep_each_variants_min_df_rule(darkweb, reddit):
-    _, dark_train, _ = darkweb
-    _, reddit_train, _ = reddit
+def test_tiny_training_sets_keep_each_variants_min_df_rule(darkweb_slice, reddit_slice):
+    _, dark_train, _ = darkweb_slice
+    _, reddit_train, _ = reddit_slice
     # episode_tfidf caps min_df by the number of episodes; reddit_tfidf keeps every term below 2 x min_df posts
     one_episode = dark_train._replace(episodes=dark_train.episodes[:1])
     system = EpisodeTfidf(min_df=5)

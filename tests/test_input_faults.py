@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers.reddit_data import threaded_posts
+from helpers.refusals import refused
 
 from harness import registry
 from harness.cli import main
@@ -27,17 +28,6 @@ SMALL_REDDIT = [
     *("--task-param", "linking_query_size=16", "--task-param", "linking_min_query_posts=8"),
     *("--task-param", "linking_target_sizes=1,2,4,8", "--task-param", "linking_target_size=4"),
 ]
-
-
-def refused(*args: str) -> str:
-    """The one line a refused command writes to stderr (exit code 2, no traceback)."""
-    result = CliRunner().invoke(main, [str(arg) for arg in args])
-    assert result.exit_code == 2, (result.output, result.exception)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def snapshot(folder: Path) -> dict[str, bytes | None]:

@@ -10,7 +10,6 @@ import csv
 import json
 import logging
 import math
-import random
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.length_corpus import write_corpus
 
 from harness.cli import main
 from harness.leaderboard import build_tables, find_runs, render
@@ -25,22 +25,6 @@ from harness.results import RESULT_NAME, RESULT_SCHEMA_VERSION, write_result
 
 REPO = Path(__file__).resolve().parents[1]
 MAIN = "auc_x_c_at_1"  # pan-classic's main score, higher is better
-
-
-def write_corpus(folder: Path, n: int, seed: int) -> None:
-    """n pan-classic problems of distinct texts; same-author problems have texts of similar length."""
-    rng = random.Random(seed)
-    folder.mkdir(parents=True)
-    lines = []
-    for i in range(n):
-        same = i % 2 == 0
-        known = 200 + rng.randint(0, 50)
-        unknown = known + rng.randint(-10, 10) if same else known * 3
-        (folder / f"EE{i:03d}").mkdir()
-        (folder / f"EE{i:03d}" / "known01.txt").write_text(f"{seed}-{i} known " + "a" * known, encoding="utf-8")
-        (folder / f"EE{i:03d}" / "unknown.txt").write_text(f"{seed}-{i} unknown " + "b" * unknown, encoding="utf-8")
-        lines.append(f"EE{i:03d} {'Y' if same else 'N'}\n")
-    (folder / "truth.txt").write_text("".join(lines), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
-import random
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.length_corpus import write_corpus
 
 from harness.cli import main
 from harness.errors import HarnessError
@@ -18,22 +18,6 @@ from tasks.pan.classic import PanClassicTask
 
 ESSAYS_TEST = "pan14-author-verification-test-corpus2-english-essays-2014-04-22"
 PAN13_TEST = "pan13-authorship-verification-test-corpus2-2013-05-29"
-
-
-def write_corpus(folder: Path, n: int, seed: int) -> None:
-    """n problems of distinct texts; same-author problems have texts of similar length (length_ratio can learn)."""
-    rng = random.Random(seed)
-    folder.mkdir(parents=True)
-    lines = []
-    for i in range(n):
-        same = i % 2 == 0
-        known = 200 + rng.randint(0, 50)
-        unknown = known + rng.randint(-10, 10) if same else known * 3
-        (folder / f"EE{i:03d}").mkdir()
-        (folder / f"EE{i:03d}" / "known01.txt").write_text(f"{seed}-{i} known " + "a" * known, encoding="utf-8")
-        (folder / f"EE{i:03d}" / "unknown.txt").write_text(f"{seed}-{i} unknown " + "b" * unknown, encoding="utf-8")
-        lines.append(f"EE{i:03d} {'Y' if same else 'N'}\n")
-    (folder / "truth.txt").write_text("".join(lines), encoding="utf-8")
 
 
 def run_on(tmp_path: Path, corpus_name: str) -> Path:
