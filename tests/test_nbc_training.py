@@ -20,6 +20,7 @@ from systems.nbcsauthor.settings import PRESETS, Training
 from systems.nbcsauthor.system import SYSML, EpisodeAuthor
 from systems.nbcsauthor.validation import BestEpoch, hold_out, threads
 from tasks.darkweb.records import Episode, EpisodePost
+from toolkit.checkpoint import load_like
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +207,7 @@ def test_paper_preset_builds_and_trains_on_a_tiny_config(tmp_path: Path):
     assert all("val_loss" in e and e["grad_z_nbc"] > 0 for e in info["epochs"])
     emb = system.embed(test.episodes)
     system.save(tmp_path / "ckpt")
-    loaded = EpisodeAuthor.load(tmp_path / "ckpt")
+    loaded = load_like(system, tmp_path / "ckpt")  # with this run's device (run-time settings are not stored)
     assert loaded.params() == system.params() and loaded.params()["preset"] == "paper"
     np.testing.assert_allclose(loaded.embed(test.episodes), emb, rtol=1e-5, atol=1e-6)
     # the single-market preset refuses a multitask split, naming the one to use

@@ -50,6 +50,7 @@ def test_siamese_bilstm_on_real_pan14_essays(tmp_path: Path, monkeypatch: pytest
     from systems.siamese_bilstm.settings import Calibration, Training
     from systems.siamese_bilstm.system import SiameseBiLSTM
     from tasks.pan.classic import PanClassicTask
+    from toolkit.checkpoint import load_like
 
     task = PanClassicTask()
     data = _slice(tmp_path, train=30, test=12)
@@ -81,6 +82,6 @@ def test_siamese_bilstm_on_real_pan14_essays(tmp_path: Path, monkeypatch: pytest
     assert system.extractor().stats["computed_chunks"] == computed
 
     system.save(tmp_path / "ckpt")
-    loaded = SiameseBiLSTM.load(tmp_path / "ckpt")
+    loaded = load_like(system, tmp_path / "ckpt")  # the same cache folder: run-time settings are not stored
     assert loaded.predict(test.problems) == answers
     assert loaded.extractor().stats["computed_chunks"] == 0  # a fresh process would also hit the disk cache
