@@ -42,14 +42,16 @@ RUN python3 -m venv --system-site-packages /opt/venv \
     && cat /tmp/torch-pin.txt
 
 # Dependencies first, from pyproject.toml alone (a stub package stands in for the sources), so
-# that this layer is rebuilt only when the dependencies change.
+# that this layer is rebuilt only when the dependencies change. Their versions are pinned by
+# tira/image-constraints.txt: the same Dockerfile installs the same packages tomorrow.
 WORKDIR /src
 COPY pyproject.toml ./
 ARG EXTRAS=neural
 RUN mkdir harness \
     && echo '__version__ = "0"' > harness/__init__.py \
     && touch README.md \
-    && /opt/venv/bin/pip install --no-cache-dir --constraint /tmp/torch-pin.txt ".[${EXTRAS}]" \
+    && /opt/venv/bin/pip install --no-cache-dir --constraint /tmp/torch-pin.txt \
+         --constraint /tmp/tira/image-constraints.txt ".[${EXTRAS}]" \
     && rm -rf /src/harness /src/README.md /src/build
 
 # The project itself, without its dependencies (installed above).
@@ -60,7 +62,9 @@ COPY systems ./systems
 COPY toolkit ./toolkit
 RUN /opt/venv/bin/pip install --no-cache-dir --no-deps --force-reinstall . \
     && /opt/venv/bin/pip check \
-    && rm -rf /src/build
+    && rm -rf /src/build \
+    && mkdir -p /opt/harness \
+    && /opt/venv/bin/pip freeze --all > /opt/harness/image-packages.txt
 
 # The checkpoint, readable by the unprivileged user (`harness run` writes some files 0600).
 ARG CHECKPOINT=runs/pan23/cngdist/seed-0/checkpoint
@@ -78,6 +82,7 @@ ENV PATH=/opt/venv/bin:${PATH} \
     HARNESS_SYSTEM=${SYSTEM} \
     HARNESS_TASK=pan23 \
     HARNESS_CHECKPOINT=/opt/harness/checkpoint \
+    HARNESS_IMAGE_PACKAGES=/opt/harness/image-packages.txt \
     HARNESS_CACHE_DIR=/tmp/harness-cache \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -55,8 +56,21 @@ def device_description() -> str:
     return f"cpu:{platform.processor() or platform.machine()}"
 
 
+# The TIRA image lists every package it installed (pip freeze) in the file this variable names.
+IMAGE_PACKAGES_VARIABLE = "HARNESS_IMAGE_PACKAGES"
+
+
+def image_packages() -> list[str] | None:
+    """The packages of the image this runs in (its pip freeze), or None outside such an image."""
+    path = os.environ.get(IMAGE_PACKAGES_VARIABLE)
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+
+
 def environment() -> dict[str, Any]:
-    return {
+    record = {
         "harness_version": harness.__version__,
         "git": git_commit(),
         "python": platform.python_version(),
@@ -64,3 +78,7 @@ def environment() -> dict[str, Any]:
         "libraries": library_versions(),
         "device": device_description(),
     }
+    packages = image_packages()
+    if packages is not None:
+        record["image_packages"] = packages
+    return record
