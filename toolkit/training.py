@@ -25,6 +25,20 @@ logger = logging.getLogger("harness")
 Batch = TypeVar("Batch")
 
 
+def check_metric_batches(
+    authors_per_batch: int, samples_per_author: int, epochs: int, steps_per_epoch: int | None
+) -> None:
+    """The batch and schedule fields a metric-learning Training part shares; ValueError names the bad one."""
+    if authors_per_batch < 2:
+        raise ValueError(f"authors_per_batch must be at least 2 (metric learning), got {authors_per_batch}")
+    if samples_per_author < 2:
+        raise ValueError(f"samples_per_author must be at least 2 (metric learning), got {samples_per_author}")
+    if epochs < 0:
+        raise ValueError(f"epochs must be >= 0, got {epochs}")
+    if steps_per_epoch is not None and steps_per_epoch < 1:
+        raise ValueError(f"steps_per_epoch must be positive or None, got {steps_per_epoch}")
+
+
 def train_epochs(
     *,
     network: Any,

@@ -45,7 +45,7 @@ from tasks.forum.records import ForumSample, ForumSplit, sample_texts
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import resolve_device
 from toolkit.memory import peak_rss_mb, torch_threads
-from toolkit.training import train_epochs
+from toolkit.training import check_metric_batches, train_epochs
 
 logger = logging.getLogger("harness")
 
@@ -72,14 +72,7 @@ class Training:
     grad_clip: float | None = 1.0
 
     def __post_init__(self) -> None:
-        if self.authors_per_batch < 2:
-            raise ValueError(f"authors_per_batch must be at least 2 (metric learning), got {self.authors_per_batch}")
-        if self.samples_per_author < 2:
-            raise ValueError(f"samples_per_author must be at least 2 (metric learning), got {self.samples_per_author}")
-        if self.epochs < 0:
-            raise ValueError(f"epochs must be >= 0, got {self.epochs}")
-        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
-            raise ValueError(f"steps_per_epoch must be positive or None, got {self.steps_per_epoch}")
+        check_metric_batches(self.authors_per_batch, self.samples_per_author, self.epochs, self.steps_per_epoch)
         if self.lr <= 0 or self.encoder_lr <= 0 or self.weight_decay < 0:
             raise ValueError(
                 f"need lr, encoder_lr > 0 and weight_decay >= 0, got {self.lr}, {self.encoder_lr}, {self.weight_decay}"

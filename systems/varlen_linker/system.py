@@ -69,7 +69,7 @@ from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, sav
 from toolkit.devices import autocast, resolve_device
 from toolkit.distributed import DistributedContext, barrier, init_distributed, shard, wrap_model
 from toolkit.memory import peak_rss_mb, torch_threads, trim_heap
-from toolkit.training import train_epochs
+from toolkit.training import check_metric_batches, train_epochs
 
 logger = logging.getLogger("harness")
 
@@ -94,14 +94,7 @@ class Training:
     grad_clip: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.authors_per_batch < 2:
-            raise ValueError(f"authors_per_batch must be at least 2 (metric learning), got {self.authors_per_batch}")
-        if self.samples_per_author < 2:
-            raise ValueError(f"samples_per_author must be at least 2 (metric learning), got {self.samples_per_author}")
-        if self.epochs < 0:
-            raise ValueError(f"epochs must be >= 0, got {self.epochs}")
-        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
-            raise ValueError(f"steps_per_epoch must be positive or None, got {self.steps_per_epoch}")
+        check_metric_batches(self.authors_per_batch, self.samples_per_author, self.epochs, self.steps_per_epoch)
         if self.lr <= 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
 
