@@ -3,7 +3,7 @@
 #   docker build -t harness-tira .                                   # cngdist, CUDA PyTorch base
 #   docker build -t harness-tira-siamese \
 #       --build-arg SYSTEM=siamese_bilstm \
-#       --build-arg CHECKPOINT=runs/pan23/siamese_bilstm/seed-0/checkpoint .
+#       --build-arg CHECKPOINT=runs/pan23/DATA/siamese_bilstm/seed-0/checkpoint .   # DATA: the --data folder's name
 #
 # Build arguments:
 #   BASE_IMAGE  an image with python3 (>= 3.10) and its venv module; the default is PyTorch's CUDA
@@ -67,7 +67,7 @@ RUN /opt/venv/bin/pip install --no-cache-dir --no-deps --force-reinstall . \
     && /opt/venv/bin/pip freeze --all > /opt/harness/image-packages.txt
 
 # The checkpoint, readable by the unprivileged user (`harness run` writes some files 0600).
-ARG CHECKPOINT=runs/pan23/cngdist/seed-0/checkpoint
+ARG CHECKPOINT=runs/pan23/pan23-format-sample/cngdist/seed-0/checkpoint
 COPY ${CHECKPOINT} /opt/harness/checkpoint
 RUN chmod -R a+rX /opt/harness
 

@@ -111,7 +111,7 @@ def collect(out: Path, system: str, seeds: list[int]) -> list[dict[str, Any]]:
     """result.json and the checkpoint's fit info of each seed's run of `system` under `out`."""
     found = []
     for seed in seeds:
-        results = sorted(out.glob(f"darkweb*/{system}*/seed-{seed}/result.json"))
+        results = sorted(out.glob(f"darkweb*/*/{system}*/seed-{seed}/result.json"))
         if not results:
             raise SystemExit(f"no result for {system} seed {seed} under {out}")
         result = json.loads(results[-1].read_text(encoding="utf-8"))

@@ -62,12 +62,13 @@ def run_one(system: str, seed: int, args: argparse.Namespace) -> Path:
     The child's peak resident memory (the whole run: data, fit, evaluation) comes from wait4 and is
     stored beside its result as bench-run.json, with the child's wall time.
     """
+    from harness.data_location import DataLocation
     from harness.runner import run_folder
 
     params = {} if system in NOT_NEURAL else neural_params(args)
     # the protocol is always named, so runs of task version 1 (legacy, unnamed) are never reused as the default
     task_params = {"protocol": args.protocol}
-    folder = run_folder(args.out, "reddit", system, seed, params, task_params)
+    folder = run_folder(args.out, "reddit", system, seed, params, task_params, DataLocation(args.data))
     if (folder / "result.json").is_file() and (folder / RUN_RECORD).is_file():
         print(f"  {system} seed {seed}: kept ({folder})", file=sys.stderr, flush=True)
         return folder

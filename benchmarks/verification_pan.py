@@ -37,6 +37,7 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from harness.data_location import DataLocation  # noqa: E402
 from harness.registry import SYSTEMS  # noqa: E402
 from harness.runner import run_folder  # noqa: E402
 from tasks.pan.classic import PanClassicTask  # noqa: E402
@@ -167,7 +168,7 @@ def harness_run(system: str, seed: int, data: Path, out: Path, params: dict[str,
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=REPO_ROOT)
     if done.returncode != 0:
         raise SystemExit(f"harness run failed: {' '.join(command)}\n{done.stderr[-4000:]}")
-    run_dir = run_folder(out, TASK, system, seed, params)
+    run_dir = run_folder(out, TASK, system, seed, params, data=DataLocation(data))
     result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
     result["_run_dir"] = str(run_dir)
     return result

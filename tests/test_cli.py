@@ -58,7 +58,7 @@ def test_every_registered_task_and_system_imports():
 def finished_run(tmp_path: Path) -> Path:
     code, output = run_sample(tmp_path)
     assert code == 0, output
-    return tmp_path / "pan23" / "cngdist" / "seed-0"
+    return tmp_path / "pan23" / "pan23-format-sample" / "cngdist" / "seed-0"
 
 
 def test_run_writes_result_answers_and_checkpoint(finished_run: Path):
@@ -98,7 +98,7 @@ def test_existing_run_is_kept_and_overwrite_reproduces_it(finished_run: Path, tm
 
 
 def test_run_on_other_data_refuses_to_replace_earlier_result(finished_run: Path, tmp_path: Path):
-    other = tmp_path / "other-data"
+    other = tmp_path / "elsewhere" / SAMPLE.name  # changed data under the same folder name: the same run folder
     shutil.copytree(SAMPLE, other)
     rows = read_jsonl(other / "test" / "pairs.jsonl")[:-1]
     (other / "test" / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -120,7 +120,7 @@ def test_crashed_run_leaves_no_result_and_resumes_from_checkpoint(tmp_path: Path
     args = ("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path))
     with pytest.raises(RuntimeError):
         invoke(*args)
-    run_dir = tmp_path / "pan23" / "cngdist" / "seed-0"
+    run_dir = tmp_path / "pan23" / "pan23-format-sample" / "cngdist" / "seed-0"
     assert not (run_dir / "result.json").exists()
     assert not (run_dir / "answers.jsonl").exists()
     assert (run_dir / "checkpoint" / "config.json").is_file()
@@ -152,7 +152,7 @@ def test_parameters_go_to_their_own_run_folder(tmp_path: Path):
         "--param", "ngram_size=3",
     )  # fmt: skip
     assert code == 0, output
-    (run_dir,) = (tmp_path / "pan23").iterdir()
+    (run_dir,) = (tmp_path / "pan23" / SAMPLE.name).iterdir()
     assert run_dir.name.startswith("cngdist@")
     result = json.loads((run_dir / "seed-0" / "result.json").read_text(encoding="utf-8"))
     assert result["system"]["params"]["ngram_size"] == 3

@@ -269,12 +269,13 @@ def test_predict_and_score_decide_pan_answers_from_the_registry_without_importin
 
 
 def test_the_declared_kinds_agree_with_the_classes() -> None:
-    from harness.task import PanAnswers
+    from harness.task import PanAnswers, SplitFolders
 
     for name, entry in registry.TASKS.items():
         assert entry.kind in registry.KINDS, name
         cls = registry.task_class(name)
         assert entry.pan_answers == issubclass(cls, PanAnswers), name
+        assert entry.split_folders == issubclass(cls, SplitFolders), name
         assert (entry.kind == "verification") == (cls.metadata.kind == "verification"), name
     for name, entry in registry.SYSTEMS.items():
         assert entry.serves and set(entry.serves) <= set(registry.KINDS), name

@@ -13,7 +13,8 @@ import pytest
 from harness.errors import DataError, HarnessError
 from tasks.pan import convert as convert_module
 from tasks.pan.classic import PanClassicTask
-from tasks.pan.convert import convert_classic_to_jsonl
+from tasks.pan.convert import convert_classic_to_jsonl, join_known
+from tasks.pan.jsonl import read_pairs
 from tasks.pan.pan23 import Pan23Task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,12 +58,19 @@ def test_convert_small_corpus(tmp_path: Path) -> None:
     src = small_corpus(tmp_path / "corpus")
     assert convert_classic_to_jsonl(src, tmp_path / "out" / "train") == 2
     rows = [json.loads(line) for line in (tmp_path / "out" / "train" / "pairs.jsonl").read_text().splitlines()]
+    # texts kept whole, one blank line between them, and where each known text lies in pair[0]
     assert rows[0] == {
         "id": "P01",
-        "pair": ["first known\n\nsecond known", "unknown of P01\n"],
+        "pair": ["first known\n\nsecond known\n\n", "unknown of P01\n"],
         "discourse_types": ["essay", "essay"],
+        "known_spans": [[0, 12], [13, 27]],
     }
     assert rows[1]["pair"] == ["only known", "unknown of P02\n"]
+    assert rows[1]["known_spans"] == [[0, 10]]
+    # read back, the problems are the corpus's own: several known texts, each with the genre
+    original = PanClassicTask().load_inputs(src).problems
+    assert Pan23Task().load_inputs(tmp_path / "out" / "train").problems == original
+    assert original[0].texts == ("first known\n", "second known\n\n", "unknown of P01\n")
     truth = [json.loads(line) for line in (tmp_path / "out" / "train" / "truth.jsonl").read_text().splitlines()]
     assert truth == [
         {"id": "P01", "same": True, "authors": ["P01-known", "P01-known"]},
@@ -166,9 +174,8 @@ def test_convert_real_corpus_round_trip(
     assert [p.id for p in converted.problems] == [p.id for p in original.problems]
     assert {k: t.same for k, t in converted.truth.items()} == {k: t.same for k, t in original.truth.items()}
     for conv, orig in zip(converted.problems, original.problems, strict=True):
-        assert conv.texts[1] == orig.unknown
-        assert conv.texts[0] == "\n\n".join(text.rstrip("\n") for text in orig.known)
-        assert conv.discourse_types == (genre, genre)
+        assert conv == orig  # id, every known text and the unknown text, discourse types
+        assert conv.discourse_types == (genre,) * len(orig.texts)
         truth = converted.truth[conv.id]
         assert truth.authors[0] == f"{conv.id}-known"
         assert (truth.authors[0] == truth.authors[1]) == truth.same
@@ -179,8 +186,67 @@ def test_convert_real_pan15_and_refuse_second_run(corpora: dict[str, Path], tmp_
     assert convert_classic_to_jsonl(corpora["pan15-train"], out) == 100
     data = Pan23Task().load(tmp_path / "pan15", "train")
     assert sum(t.same for t in data.truth.values()) == 50
-    assert all(p.discourse_types == ("dialogue", "dialogue") for p in data.problems)
+    assert all(p.discourse_types == ("dialogue",) * len(p.texts) for p in data.problems)
     with pytest.raises(HarnessError, match="overwrite"):
         convert_classic_to_jsonl(corpora["pan15-train"], out)
     shutil.rmtree(out)
     assert convert_classic_to_jsonl(corpora["pan15-train"], out) == 100
+
+
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_join_known_round_trips_through_pairs_jsonl(tmp_path: Path, ensure_ascii: bool) -> None:
+    # trailing line breaks or none, blank lines inside, text outside the Basic Multilingual Plane (offsets are
+    # code points even where JSON escapes it as a surrogate pair)
+    known = ["ends with a break\n", "none at the end", "caf\u00e9 \U0001f600\n\nsecond paragraph\n\n", "  indented\n"]
+    joined, spans = join_known(known)
+    assert (
+        joined == "ends with a break\n\nnone at the end\n\ncaf\u00e9 \U0001f600\n\nsecond paragraph\n\n\n  indented\n"
+    )
+    assert [joined[a:b] for a, b in spans] == known
+    row = {"id": "p", "pair": [joined, "unknown"], "discourse_types": ["essay", "email"], "known_spans": spans}
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(row, ensure_ascii=ensure_ascii) + "\n", encoding="utf-8")
+    (problem,) = read_pairs(tmp_path / "pairs.jsonl")
+    assert problem.texts == (*known, "unknown")
+    assert problem.discourse_types == ("essay",) * 4 + ("email",)
+
+
+def test_pairs_without_known_spans_stay_pairs(tmp_path: Path) -> None:
+    row = {"id": "p", "pair": ["one\n\ntwo", "three"], "known_spans": None}
+    (tmp_path / "pairs.jsonl").write_text(json.dumps({"id": "q", "pair": ["a", "b"]}) + "\n" + json.dumps(row) + "\n")
+    assert [p.texts for p in read_pairs(tmp_path / "pairs.jsonl")] == [("a", "b"), ("one\n\ntwo", "three")]
+
+
+@pytest.mark.parametrize(
+    ("spans", "field", "message"),
+    [
+        ([], "known_spans", "non-empty list"),
+        ({"0": 3}, "known_spans", "non-empty list"),
+        ([[0, 3], [5]], "known_spans[1]", "expected \\[start, end\\] integers"),
+        ([[0, 3.0]], "known_spans[0]", "integers"),
+        ([[0, True]], "known_spans[0]", "integers"),
+        ([[0, 4], [3, 8]], "known_spans[1]", "out of order"),  # overlap
+        ([[0, 3], [5, 8], [0, 3]], "known_spans[2]", "out of order"),  # a text repeated
+        ([[0, 3], [5, 99]], "known_spans[1]", "past the end of pair\\[0\\] \\(8 characters\\)"),
+        ([[1, 3], [5, 8]], "known_spans[0]", "text between characters 0 and 1 that no span covers"),
+        ([[0, 2], [5, 8]], "known_spans[1]", "text between characters 2 and 5"),
+        ([[0, 3]], "known_spans", "text between characters 3 and 8"),  # "bbb" dropped
+        ([[0, 3], [3, 3], [5, 8]], "known_spans[1]", "known text is empty"),
+    ],
+)
+def test_bad_known_spans_are_refused_naming_the_field(tmp_path: Path, spans: object, field: str, message: str) -> None:
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"id": "ok", "pair": ["a", "b"]}, {"id": "bad", "pair": ["aaa\n\nbbb", "u"], "known_spans": spans}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError, match=message) as error:
+        read_pairs(path)
+    assert f"{path}:2" in str(error.value) and field in str(error.value)
+
+
+def test_cli_convert_says_its_summary_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    src = small_corpus(tmp_path / "corpus")
+    command = [sys.executable, "-c", "from harness.cli import main; main()", "convert", str(src), str(tmp_path / "o")]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert (done.stdout + done.stderr).count("converted 2 problems") == 1, (done.stdout, done.stderr)

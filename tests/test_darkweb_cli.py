@@ -24,8 +24,9 @@ def test_multitask_nbcsauthor_and_tfidf_on_real_posts(forum_posts_file: Path, tm
     # and admissions) and two with training episodes in two markets (CROSS labels)
     task = ["--task-param", "max_authors=75", "--task-param", "multitask=true"]
     output = run("--system", "nbcsauthor", *common, *task, *params)
-    assert "<- main score" in output
-    (run_dir,) = tmp_path.glob("darkweb@*/nbcsauthor@*/seed-0")
+    assert "main score: mrr = " in output
+    assert {line.split()[0] for line in output.splitlines() if line[:1].isalpha()} >= {"all", "academia", "migrant"}
+    (run_dir,) = tmp_path.glob("darkweb@*/*/nbcsauthor@*/seed-0")
     result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
     assert result["task"]["name"] == "darkweb" and result["task"]["params"]["multitask"] is True
     assert result["task"]["data"]["test"]["size"] == result["details"]["count"] - _migrant_rows(run_dir)
@@ -39,7 +40,7 @@ def test_multitask_nbcsauthor_and_tfidf_on_real_posts(forum_posts_file: Path, tm
     assert "kept:" in run("--system", "nbcsauthor", *common, *task, *params)
 
     run("--system", "episode_tfidf", *common, "--task-param", "max_authors=40", "--task-param", 'market="campus"')
-    (tfidf_dir,) = tmp_path.glob("darkweb@*/episode_tfidf/seed-0")
+    (tfidf_dir,) = tmp_path.glob("darkweb@*/*/episode_tfidf/seed-0")
     tfidf = json.loads((tfidf_dir / "result.json").read_text(encoding="utf-8"))["scores"]
     assert set(k for k in tfidf if k.endswith("/mrr")) == {"campus/mrr"} and tfidf["mrr"] > 0.2
 

@@ -278,7 +278,7 @@ def test_result_json_records_the_protocol(real_slice: Path, tmp_path: Path):
         outcome = run(
             system_name="episode_tfidf",
             task_name="darkweb",
-            data_dir=real_slice,
+            data=real_slice,
             out_dir=tmp_path,
             task_params={"market": "campus", **given},
         )

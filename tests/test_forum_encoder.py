@@ -229,13 +229,13 @@ def test_harness_run_on_both_forum_tasks(tiny, tmp_path: Path):
     task = [item for key, value in REDDIT_TASK.items() for item in ("--task-param", f"{key}={value}")]
     run("--system", "reddit_encoder", "--task", "reddit", *common, *task)
 
-    (darkweb_result,) = (tmp_path / "runs").glob("darkweb*/episode_encoder@*/seed-0/result.json")
+    (darkweb_result,) = (tmp_path / "runs").glob("darkweb*/*/episode_encoder@*/seed-0/result.json")
     result = json.loads(darkweb_result.read_text(encoding="utf-8"))
     assert result["task"]["params"]["protocol"] == "thread-disjoint"
     assert 0.0 < result["scores"]["mrr"] <= 1.0 and "recall_at_10" in result["scores"]
     assert result["system"]["params"]["encoder"]["model"] == tiny and result["system"]["params"]["preset"] == "cpu"
     assert result["task"]["measure_settings"]["metric"] == "cosine"
-    (reddit_result,) = (tmp_path / "runs").glob("reddit@*/reddit_encoder@*/seed-0/result.json")
+    (reddit_result,) = (tmp_path / "runs").glob("reddit@*/*/reddit_encoder@*/seed-0/result.json")
     result = json.loads(reddit_result.read_text(encoding="utf-8"))
     assert result["task"]["params"]["protocol"] == "leak-free"
     assert 0.0 < result["scores"]["mrr"] <= 1.0 and 0.0 <= result["scores"]["eer"] <= 1.0

@@ -126,7 +126,7 @@ def test_beats_chance_on_real_pan13_and_predict_reloads_the_same_answers(pan13: 
     args = ["run", "--system", "impostors", "--task", "pan-classic", "--data", str(pan13), "--out", str(tmp_path)]
     result = runner.invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    run_dir = tmp_path / "pan-classic" / "impostors" / "seed-0"
+    run_dir = tmp_path / "pan-classic" / pan13.name / "impostors" / "seed-0"
     scores = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["scores"]
     # observed: AUC 0.8795, c@1 0.733 on these 30 test problems (seed 0, defaults); chance is 0.5. The floor
     # leaves room for library changes in the vectoriser, not for a broken method

@@ -42,7 +42,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def seed_dir(runs: Path, seed: int) -> Path:
-    return runs / "pan-classic" / "length_ratio" / f"seed-{seed}"
+    return runs / "pan-classic" / "data" / "length_ratio" / f"seed-{seed}"
 
 
 def leaderboard(*args: str | Path) -> subprocess.CompletedProcess[str]:

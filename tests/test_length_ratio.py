@@ -56,7 +56,7 @@ def test_run_and_tira_predict_end_to_end(tmp_path: Path) -> None:
     args = ["run", "--system", "length_ratio", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path)]
     result = runner.invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    run_dir = tmp_path / "pan23" / "length_ratio" / "seed-0"
+    run_dir = tmp_path / "pan23" / "pan23-format-sample" / "length_ratio" / "seed-0"
     assert json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["system"]["name"] == "length_ratio"
     args = ["predict", "--system", "length_ratio", "--task", "pan23", "--input", str(SAMPLE / "test")]
     args += ["--output", str(tmp_path / "tira"), "--checkpoint", str(run_dir / "checkpoint")]

@@ -33,7 +33,7 @@ def test_metadata_and_data_are_the_pan23_layout() -> None:
 
 def test_run_end_to_end_scores_as_harness_score_with_the_pan20_evaluator(tmp_path: Path) -> None:
     invoke("run", "--system", "cngdist", "--task", "pan20", "--data", str(SAMPLE), "--out", str(tmp_path / "runs"))
-    run_dir = tmp_path / "runs" / "pan20" / "cngdist" / "seed-0"
+    run_dir = tmp_path / "runs" / "pan20" / "pan23-format-sample" / "cngdist" / "seed-0"
     result = read_json(run_dir / "result.json")
     assert result["task"]["name"] == "pan20" and result["task"]["evaluator"] == "pan20"
     assert list(result["scores"]) == list(Pan20Task.metadata.measures)
@@ -47,5 +47,5 @@ def test_run_end_to_end_scores_as_harness_score_with_the_pan20_evaluator(tmp_pat
 
     # the same system on the same data answers the same under pan23: only the evaluator differs
     invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path / "runs"))
-    pan23_run = tmp_path / "runs" / "pan23" / "cngdist" / "seed-0"
+    pan23_run = tmp_path / "runs" / "pan23" / "pan23-format-sample" / "cngdist" / "seed-0"
     assert (pan23_run / "answers.jsonl").read_bytes() == (run_dir / "answers.jsonl").read_bytes()

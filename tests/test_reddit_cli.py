@@ -54,7 +54,7 @@ def test_harness_run_varlen_linker_on_reddit(real_slice: Path, tmp_path: Path):
     args += options("--param", SYSTEM_PARAMS) + options("--task-param", TASK_PARAMS)
     outcome = CliRunner().invoke(main, args, catch_exceptions=False)
     assert outcome.exit_code == 0, outcome.output
-    [result_path] = tmp_path.glob("reddit@*/varlen_linker@*/seed-0/result.json")
+    [result_path] = tmp_path.glob("reddit@*/*/varlen_linker@*/seed-0/result.json")
     result = json.loads(result_path.read_text(encoding="utf-8"))
     assert result["task"]["params"]["protocol"] == "leak-free"
     averaged = result["task"]["measure_settings"]["linking_averaged_subreddits"]

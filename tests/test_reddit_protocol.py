@@ -271,7 +271,7 @@ def test_every_result_records_its_protocol(tmp_path: Path):
         assert outcome.exit_code == 0, outcome.output
         results[protocol] = [
             json.loads(path.read_text(encoding="utf-8"))
-            for path in (tmp_path / "r").glob("reddit@*/reddit_tfidf/seed-0/result.json")
+            for path in (tmp_path / "r").glob("reddit@*/*/reddit_tfidf/seed-0/result.json")
             if json.loads(path.read_text(encoding="utf-8"))["task"]["params"]["protocol"] == protocol
         ]
     for protocol, found in results.items():

@@ -26,7 +26,7 @@ from harness.runner import run
 from systems.baselines.cngdist import CharNgramDistance
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "pan23-format-sample"
-RUN = Path("pan23") / "cngdist" / "seed-0"
+RUN = Path("pan23") / SAMPLE.name / "cngdist" / "seed-0"  # the other data has the same folder name
 
 
 class InjectedCrash(RuntimeError):
@@ -53,7 +53,7 @@ def _other_data(dst: Path) -> Path:
 
 
 def _run(data: Path, out: Path, **kwargs):
-    return run(system_name="cngdist", task_name="pan23", data_dir=data, out_dir=out, **kwargs)
+    return run(system_name="cngdist", task_name="pan23", data=data, out_dir=out, **kwargs)
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -71,7 +71,7 @@ def _same_run_files(folder: Path, reference: Path) -> None:
 def runs(tmp_path_factory) -> dict[str, Path]:
     """A clean run on the sample (old) and one on other data (new), each in its own --out."""
     root = tmp_path_factory.mktemp("integrity")
-    other = _other_data(root / "other-data")
+    other = _other_data(root / "other" / SAMPLE.name)
     _run(SAMPLE, root / "old")
     _run(other, root / "new")
     return {"other": other, "old": root / "old", "new": root / "new"}

@@ -373,7 +373,7 @@ def test_harness_run_and_predict_through_the_cli(encoder: Path, tmp_path: Path, 
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
-    (run_dir,) = (out / "pan23").glob("siamese_bilstm@*/seed-0")
+    (run_dir,) = (out / "pan23").glob("*/siamese_bilstm@*/seed-0")
     recorded = json.loads((run_dir / "result.json").read_text())
     assert recorded["system"]["params"]["encoder"]["max_tokens"] == 24
     assert recorded["system"]["params"]["training"] == {

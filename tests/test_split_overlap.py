@@ -25,7 +25,7 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 
 def _run(data: Path, out: Path) -> dict:
-    outcome = runner.run(system_name="length_ratio", task_name="pan23", data_dir=data, out_dir=out)
+    outcome = runner.run(system_name="length_ratio", task_name="pan23", data=data, out_dir=out)
     return outcome.result
 
 

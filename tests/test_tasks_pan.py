@@ -700,7 +700,7 @@ def test_classic_real_essays_train_and_test_share_texts(
 
     with caplog.at_level(logging.WARNING, logger="harness"):
         outcome = runner.run(
-            system_name="length_ratio", task_name="pan-classic", data_dir=classic["pan14-essays"], out_dir=tmp_path
+            system_name="length_ratio", task_name="pan-classic", data=classic["pan14-essays"], out_dir=tmp_path
         )
     data = outcome.result["task"]["data"]
     # measured on the release (pan13-15-av-en.tar.gz): 143 distinct texts in both, held by 77 of 200 test problems

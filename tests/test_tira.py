@@ -42,7 +42,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
     code, output = invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(out))
     assert code == 0, output
-    return out / "pan23" / "cngdist" / "seed-0" / "checkpoint"
+    return out / "pan23" / "pan23-format-sample" / "cngdist" / "seed-0" / "checkpoint"
 
 
 def predict(checkpoint: Path, input_dir: Path, output_dir: Path) -> tuple[int, str]:

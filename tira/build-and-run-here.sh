@@ -149,7 +149,7 @@ else
   # version of the code (other parameters) must be replaced, not refused
   # shellcheck disable=SC2086  # HARNESS_TIRA_PARAMS is a list of arguments
   harness run --system "$SYSTEM" --task pan23 --data "$PAN" --out "$WORK/runs" --overwrite ${HARNESS_TIRA_PARAMS:-} >&2
-  CHECKPOINT="$(find "$WORK/runs/pan23" -maxdepth 3 -type d -name checkpoint -path "*/${SYSTEM}*/seed-0/*" | head -1)"
+  CHECKPOINT="$(find "$WORK/runs/pan23" -maxdepth 4 -type d -name checkpoint -path "*/${SYSTEM}*/seed-0/*" | head -1)"
 fi
 [ -f "$CHECKPOINT/config.json" ] || { echo "error: no checkpoint at '$CHECKPOINT'" >&2; exit 1; }
 echo "checkpoint: $CHECKPOINT" >&2

@@ -1,5 +1,6 @@
 """One training loop for every torch system: epochs of batches, loss scaling for float16, gradient
-clipping, the mean loss over processes under torchrun, progress bars and per-epoch records.
+clipping, the mean loss over processes under torchrun, progress (epoch, step, running loss, batches/s)
+and per-epoch records.
 
 What differs between systems stays with them, as two callables: which batches an epoch has (and
 this process's share of them under torchrun), and the loss of one batch (the forward pass, under
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from harness.progress import pbar
+from harness.progress import Progress
 from toolkit.devices import grad_scaler
 from toolkit.distributed import DistributedContext, all_reduce_mean
 
@@ -71,23 +72,42 @@ def train_epochs(
         batches = epoch_batches(epoch)
         total, steps = 0.0, 0
         size = len(batches) if hasattr(batches, "__len__") else None
-        for batch in pbar(batches, desc=f"{label} epoch {epoch + 1}", total=size, unit="batch"):
-            optimizer.zero_grad(set_to_none=True)
-            loss = batch_loss(batch)
-            scaler.scale(loss).backward()
-            if grad_clip is not None:
-                scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
-                torch.nn.utils.clip_grad_norm_(network.parameters(), grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            total += float(loss.detach())
-            steps += 1
-            if after_step is not None:
-                after_step(batch)
+        # the counts show the step; the epoch's own summary line below replaces the progress's last line
+        with Progress(
+            size,
+            desc=f"{label} epoch {epoch + 1}/{epochs}",
+            unit="batches",
+            end_line=False,
+            disable=context is not None and not context.is_main,
+        ) as progress:
+            for batch in batches:
+                optimizer.zero_grad(set_to_none=True)
+                loss = batch_loss(batch)
+                scaler.scale(loss).backward()
+                if grad_clip is not None:
+                    scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+                    torch.nn.utils.clip_grad_norm_(network.parameters(), grad_clip)
+                scaler.step(optimizer)
+                scaler.update()
+                total += float(loss.detach())
+                steps += 1
+                progress.set_postfix(loss=total / steps)  # this process's running mean over the epoch
+                progress.update()
+                if after_step is not None:
+                    after_step(batch)
         mean = total / max(steps, 1)
         if context is not None:
             mean = all_reduce_mean(mean, context)
         seconds = time.perf_counter() - started
         history.append({"loss": round(mean, 6), "seconds": round(seconds, 3), "batches": steps})
-        logger.info("%s epoch %d/%d: mean loss %.4f, %d batches, %.1fs", label, epoch + 1, epochs, mean, steps, seconds)
+        logger.info(
+            "%s epoch %d/%d: mean loss %.4f, %d batches, %.1fs (%.2f batches/s)",
+            label,
+            epoch + 1,
+            epochs,
+            mean,
+            steps,
+            seconds,
+            steps / max(seconds, 1e-9),
+        )
     return history

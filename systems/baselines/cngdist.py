@@ -167,7 +167,7 @@ class TfidfCosineSystem:
             self._check_vectorizer()
             tfidf = self._tfidf
         known_rows, unknown_rows = [], []
-        for problem in pbar(problems, desc=f"{self.name}: vectorising", unit="problem"):
+        for problem in pbar(problems, desc=f"{self.name}: vectorising", unit="problems"):
             if len(problem.texts) < 2:
                 raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
             counts = tfidf.counts(problem.texts)

@@ -122,7 +122,7 @@ class CompressorBaseline:
     def features(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(n, 2): mean and absolute difference of h(unknown | known) and h(known | unknown), bits per byte."""
         rows = np.zeros((len(problems), len(FEATURES)), dtype=np.float64)
-        for i, problem in enumerate(pbar(problems, desc=f"{self.name}: compressing", unit="problem")):
+        for i, problem in enumerate(pbar(problems, desc=f"{self.name}: compressing", unit="problems")):
             if len(problem.texts) < 2:
                 raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
             known = KNOWN_SEPARATOR.join(text.encode("utf-8") for text in problem.known)

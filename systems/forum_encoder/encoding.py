@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.files import atomic_write
-from harness.progress import pbar
+from harness.progress import Progress
 from systems.siamese_bilstm.features import DEFAULT_ENCODER_NAME, encoder_identity, resolve_encoder
 from toolkit.devices import autocast
 
@@ -36,7 +36,6 @@ logger = logging.getLogger("harness")
 
 CACHE_FORMAT = "mean-pool-fp32-v1"
 TEXTS_PER_GROUP = 4096  # texts tokenised and encoded together
-LOG_EVERY_SECONDS = 60.0
 # attribute paths of the stack of transformer layers in common Hugging Face encoders
 LAYER_PATHS = ("encoder.layer", "transformer.layer", "encoder.layers", "layers", "transformer.h", "h")
 
@@ -208,24 +207,16 @@ class PostEncoder:
 
     def _compute(self, texts: dict[bytes, str], *, desc: str) -> None:
         """Encode the texts in groups: a group's token ids are all that is held at once (a few MB, not GBs)."""
-        started = last_log = time.perf_counter()
+        started = time.perf_counter()
         keys = list(texts)
-        done = 0
-        for first in pbar(range(0, len(keys), TEXTS_PER_GROUP), desc=desc, total=-(-len(keys) // TEXTS_PER_GROUP)):
-            group = keys[first : first + TEXTS_PER_GROUP]
-            self._compute_group(group, [texts[key] for key in group])
-            done += len(group)
-            if time.perf_counter() - last_log > LOG_EVERY_SECONDS and done < len(keys):
-                last_log = time.perf_counter()
-                rate = done / (last_log - started)
-                logger.info("%s: %s: %d/%d posts, %.1f posts/s", self.label, desc, done, len(keys), rate)
-        seconds = time.perf_counter() - started
+        with Progress(len(keys), desc=desc, unit="posts") as progress:
+            for first in range(0, len(keys), TEXTS_PER_GROUP):
+                group = keys[first : first + TEXTS_PER_GROUP]
+                self._compute_group(group, [texts[key] for key in group], progress)
         self.stats["computed_posts"] += len(keys)
-        self.stats["encode_seconds"] = round(self.stats["encode_seconds"] + seconds, 3)
-        rate = len(keys) / max(seconds, 1e-9)
-        logger.info("%s: encoded %d posts in %.1fs (%.1f posts/s)", self.label, len(keys), seconds, rate)
+        self.stats["encode_seconds"] = round(self.stats["encode_seconds"] + time.perf_counter() - started, 3)
 
-    def _compute_group(self, keys: list[bytes], texts: list[str]) -> None:
+    def _compute_group(self, keys: list[bytes], texts: list[str], progress: Progress) -> None:
         import torch
 
         token_ids = self.tokenize(texts)
@@ -240,6 +231,7 @@ class PostEncoder:
             for row, i in enumerate(chosen):
                 self._memory[keys[i]] = vectors[row].copy()  # a copy: a view would keep the whole batch alive
                 self._store(keys[i], self._memory[keys[i]])
+            progress.update(len(chosen))
 
     def _path(self, key: bytes) -> Path:
         assert self.cache_dir is not None

@@ -227,7 +227,7 @@ class GeneralImpostors:
 
     def _scores(self, problems: Sequence[VerificationProblem], pool: _Pool) -> np.ndarray:
         scores = np.empty(len(problems), dtype=np.float64)
-        for i, problem in enumerate(pbar(problems, desc=f"{self.name}: scoring", unit="problem")):
+        for i, problem in enumerate(pbar(problems, desc=f"{self.name}: scoring", unit="problems")):
             scores[i] = self._problem_score(problem, pool)
         return scores
 

@@ -41,7 +41,7 @@ from torch import nn
 
 from harness.errors import HarnessError
 from harness.params import build, build_part, is_part, rename_legacy
-from harness.progress import pbar
+from harness.progress import Progress
 from harness.system import constructor_params
 from systems.nbcsauthor.batches import Batch, LabelPlan, class_numbers, epoch_batches, plan_labels
 from systems.nbcsauthor.graph import GraphInit, Metapath2Vec, RandomInit
@@ -293,12 +293,13 @@ class EpisodeAuthor:
         encoder = self._encoder.to(device).eval()
         tensors = _EpisodeTensors(self, list(samples))
         out = []
-        with torch.no_grad():
-            for start in pbar(range(0, len(samples), self.embed_batch_size), desc="embedding episodes", unit="batch"):
+        with torch.no_grad(), Progress(len(samples), desc=f"{self.name}: embedding", unit="episodes") as progress:
+            for start in range(0, len(samples), self.embed_batch_size):
                 index = np.arange(start, min(start + self.embed_batch_size, len(samples)))
                 with autocast(device, self.mixed_precision):
                     z = encoder(*tensors.batch(index, device))
                 out.append(z.float().cpu().numpy())
+                progress.update(len(index))
         self._encoder = encoder.cpu()
         return np.concatenate(out) if out else np.zeros((0, self.encoder.output_dim), dtype=np.float32)
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.files import atomic_write
-from harness.progress import pbar
+from harness.progress import Progress
 from systems.siamese_bilstm.chunking import chunk_text
 from systems.siamese_bilstm.settings import coerce
 from systems.siamese_bilstm.text_prep import PREP_VERSION, prepare_text
@@ -261,8 +261,10 @@ class LayerFeatures:
         # keeps them), and the bookkeeping of one group is freed before the next (a lower peak memory)
         pending = list(missing.items())
         groups = [dict(pending[i : i + TEXTS_PER_GROUP]) for i in range(0, len(pending), TEXTS_PER_GROUP)]
-        for group in pbar(groups, desc=desc, unit=f"x{TEXTS_PER_GROUP} texts"):
-            self._compute(group)
+        if groups:
+            with Progress(len(pending), desc=desc, unit="texts") as progress:
+                for group in groups:
+                    self._compute(group, progress)
         return [self._memory[k].astype(np.float32) for k in keys]
 
     def _read(self, key: str) -> np.ndarray | None:
@@ -280,7 +282,7 @@ class LayerFeatures:
             return None
         return array
 
-    def _compute(self, texts: dict[str, str]) -> None:
+    def _compute(self, texts: dict[str, str], progress: Progress) -> None:
         import torch
 
         chunks: dict[str, list[list[int]]] = {
@@ -315,6 +317,7 @@ class LayerFeatures:
                 left[key] -= 1
                 if left[key] == 0:
                     self._store(key, np.stack(done.pop(key)))  # type: ignore[arg-type]
+                    progress.update()
             self.stats["computed_chunks"] += len(batch)
         self.stats["computed_texts"] += len(texts)
 

@@ -46,6 +46,7 @@ import numpy as np
 from scipy import sparse
 
 from harness.metrics.ranking import first_relevant_ranks, ranking_scores
+from harness.progress import Progress
 from harness.task import Evaluation
 from tasks.darkweb.records import Episode
 from toolkit.retrieval import rank_of_first_match, similarity
@@ -108,6 +109,7 @@ def evaluate_embeddings(
     queries = set(sample_queries(np.arange(len(episodes)), query_sample, query_seed).tolist())
     pooled: list[np.ndarray] = []
     pooled_rule = np.zeros(3, dtype=np.int64)
+    within = Progress(len(queries), desc="darkweb: ranking within markets", unit="queries")
     for market in sorted(set(markets.tolist())):
         items = np.flatnonzero(markets == market)
         chosen = np.array([i for i in items if i in queries], dtype=np.int64)
@@ -123,13 +125,15 @@ def evaluate_embeddings(
                 metric=metric,
                 query_item_index=[position[int(q)] for q in chosen],
             )
+            within.update(len(chosen))
         else:
-            ranks, rule = _thread_disjoint_ranks(emb, chosen, items, authors, threads, metric=metric)
+            ranks, rule = _thread_disjoint_ranks(emb, chosen, items, authors, threads, metric=metric, progress=within)
             _add_rule_counts(scores, f"{market}/", rule)
             pooled_rule += rule
         pooled.append(ranks)
         _add_scores(scores, f"{market}/", ranks)
         details += [_row(episodes[q], int(r), "within") for q, r in zip(chosen, ranks, strict=True)]
+    within.close()
     if not pooled or not np.any(np.concatenate(pooled) > 0):
         raise ValueError(
             "no query episode has another episode by its author"
@@ -142,6 +146,7 @@ def evaluate_embeddings(
 
     migrant, kept = [], []
     migrant_rule = np.zeros(3, dtype=np.int64)
+    linking = Progress(desc="darkweb: migrant linking", unit="queries")  # the pairs' sizes are found on the way
     for source in sorted(set(markets.tolist())):
         for target in sorted(set(markets.tolist())):
             if source == target:
@@ -154,8 +159,11 @@ def evaluate_embeddings(
             items = np.flatnonzero(markets == target)
             if threads is None:
                 ranks = rank_of_first_match(emb[chosen], persons[chosen], emb[items], persons[items], metric=metric)
+                linking.update(len(chosen))
             else:
-                ranks, rule = _thread_disjoint_ranks(emb, chosen, items, persons, threads, metric=metric)
+                ranks, rule = _thread_disjoint_ranks(
+                    emb, chosen, items, persons, threads, metric=metric, progress=linking
+                )
                 migrant_rule += rule
             _add_scores(scores, f"migrant/{source}->{target}/", ranks)
             scores[f"migrant/{source}->{target}/persons"] = float(len(shared))
@@ -164,6 +172,7 @@ def evaluate_embeddings(
             kept.append(ranks[held])
             label = f"migrant {source}->{target}"
             details += [_row(episodes[q], int(r), label) for q, r in zip(chosen, ranks, strict=True)]
+    linking.close()
     if migrant:
         _add_scores(scores, "migrant/", np.concatenate(migrant))
         if threads is not None:
@@ -182,6 +191,7 @@ def _thread_disjoint_ranks(
     threads: sparse.csr_matrix,
     *,
     metric: str,
+    progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """First-match ranks of `queries` among `items` (episode indices), each query without itself and
     without its same-label items that share a thread with it; and the rule's counts: (candidates
@@ -201,6 +211,8 @@ def _thread_disjoint_ranks(
         had = (relevant & ~itself).any(axis=1)
         counts[1] += int((had & ~(relevant & ~excluded).any(axis=1)).sum())
         counts[2] += int(same_thread.any(axis=1).sum())
+        if progress is not None:
+            progress.update(len(block))
     return ranks, counts
 
 

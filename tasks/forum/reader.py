@@ -32,7 +32,7 @@ def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
     path = Path(path)
     posts: list[ForumPost] = []
     first_line: dict[str, int] = {}
-    for line, obj in pbar(read_jsonl(path), desc="reading posts", unit="post"):
+    for line, obj in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
         post_id = require_field(obj, "post_id", str, path, line)
         if post_id in first_line:
             raise DataError(

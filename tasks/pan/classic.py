@@ -11,7 +11,7 @@ from harness.files import sha256_files
 from harness.metrics.verification import auc_x_c_at_1_from_results
 from harness.records import VerificationData, VerificationTruth
 from harness.task import TaskMetadata
-from tasks.pan.common import PanVerificationTask, check_truth_ids, split_dir
+from tasks.pan.common import PanVerificationTask, check_truth_ids, checked_split_folder
 from tasks.pan.folders import CLASSIC_GENRES, problem_dirs, read_classic_corpus, read_classic_truth
 
 
@@ -52,9 +52,9 @@ class PanClassicTask(PanVerificationTask):
 
     _EXPECTED = "a PAN 2013-2015 corpus folder: <ID>/known01.txt ... <ID>/unknown.txt and truth.txt"
 
-    def load(self, data_dir: Path, split: str) -> VerificationData:
-        """Read the corpus folder `<data_dir>/<split>/` with its truth.txt."""
-        folder = split_dir(data_dir, split, self.metadata, self._EXPECTED)
+    def load_split(self, folder: Path, split: str) -> VerificationData:
+        """Read a corpus folder (the `split` split) with its truth.txt."""
+        folder = checked_split_folder(folder, split, self._EXPECTED)
         problem_dirs(folder)  # cheap layout check first: a wrong folder is named before truth.txt is asked for
         truth_path = folder / "truth.txt"
         if not truth_path.is_file():

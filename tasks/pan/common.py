@@ -30,6 +30,15 @@ def split_dir(data_dir: Path, split: str, metadata: TaskMetadata, expected: str)
     return folder
 
 
+def checked_split_folder(folder: Path, split: str, expected: str) -> Path:
+    """A split's own folder (`--train`/`--test`), checked to be a folder; errors say what it should hold."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "is a file" if folder.is_file() else "not found"
+        raise DataError(f"{split} folder {what}; expected a folder holding {expected}", path=folder)
+    return folder
+
+
 def check_truth_ids(
     problems: Sequence[VerificationProblem],
     truth: Mapping[str, VerificationTruth],
@@ -82,13 +91,19 @@ def check_answers(answers: Sequence[Answer], problems: Sequence[VerificationProb
 class PanVerificationTask:
     """Evaluation and PAN answer files shared by the PAN verification tasks; subclasses read the data.
 
-    Subclasses set `metadata` and implement `load`, `load_inputs` and `read_truth`.
+    Subclasses set `metadata` and `_EXPECTED` (the layout of a split folder, for messages) and implement
+    `load_split`, `load_inputs` and `read_truth`.
     """
 
     metadata: ClassVar[TaskMetadata]
+    _EXPECTED: ClassVar[str]
 
     def load(self, data_dir: Path, split: str) -> VerificationData:
-        """Read one split with its truth."""
+        """Read `<data_dir>/<split>/` with its truth."""
+        return self.load_split(split_dir(data_dir, split, self.metadata, self._EXPECTED), split)
+
+    def load_split(self, folder: Path, split: str) -> VerificationData:
+        """Read one split's own folder with its truth (`harness run --train DIR --test DIR`)."""
         raise NotImplementedError
 
     def load_inputs(self, input_dir: Path) -> VerificationData:

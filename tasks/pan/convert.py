@@ -4,11 +4,19 @@ One corpus folder (problem folders + truth.txt, if present) becomes one split fo
 `pan23` task: `pairs.jsonl` and, when the corpus has truth, `truth.jsonl`. Each problem becomes
 one pair:
 
-    pair            = [known texts joined by a blank line, unknown text]
-                      (trailing line breaks of each known text are dropped before joining)
+    pair            = [known texts joined by one blank line, unknown text]   (see `join_known`)
+    known_spans     = [[start, end], ...]: where each known text lies in pair[0]
     discourse_types = [genre, genre]   (the corpus genre, see tasks.pan.folders.classic_genre)
     authors         = placeholder_authors(id, same): ["<id>-known", "<id>-known"] when same,
                       ["<id>-known", "<id>-unknown"] when not, so `same` and `authors` agree.
+
+The conversion loses nothing: pair[0] is what PAN 2020-2023 tools read, and `known_spans` (a field
+they ignore) lets `tasks.pan.jsonl.read_pairs` cut it back into the known texts exactly as the
+corpus holds them. So `pan23` on converted data hands systems the very problems `pan-classic` hands
+them (same texts, ids, order, discourse types) and a system gives the same answers both ways. Without
+the spans a system would see one known text per problem, which changes its training documents (e.g.
+TF-IDF document frequencies), the cross-fitting folds (problems that share one known text would no
+longer be grouped) and whatever it computes per known text.
 
 Texts are read as `PanClassicTask` reads them (UTF-8, BOM dropped, line ends normalised to "\\n").
 Everything is read and validated before anything is written; files are written atomically
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -35,11 +44,32 @@ TRUTH = "truth.jsonl"
 _OUTPUTS = (PAIRS, f"{PAIRS}.gz", TRUTH, f"{TRUTH}.gz")
 
 
+def join_known(texts: Sequence[str]) -> tuple[str, list[list[int]]]:
+    """Known texts as one text with a blank line between each two, and the [start, end) span of each in it.
+
+    The texts are kept whole (trailing line breaks included), so `joined[start:end]` gives each back
+    exactly; between two texts comes "\\n" after a text that ends with a line break, else "\\n\\n".
+    """
+    parts: list[str] = []
+    spans: list[list[int]] = []
+    length = 0
+    for i, text in enumerate(texts):
+        if i:
+            separator = "\n" if texts[i - 1].endswith("\n") else "\n\n"
+            parts.append(separator)
+            length += len(separator)
+        parts.append(text)
+        spans.append([length, length + len(text)])
+        length += len(text)
+    return "".join(parts), spans
+
+
 def _pair_row(problem: VerificationProblem) -> dict[str, object]:
-    known = "\n\n".join(text.rstrip("\n") for text in problem.known)
+    known, spans = join_known(problem.known)
     row: dict[str, object] = {"id": problem.id, "pair": [known, problem.unknown]}
     if problem.discourse_types:
         row["discourse_types"] = [problem.discourse_types[0], problem.discourse_types[-1]]
+    row["known_spans"] = spans
     return row
 
 
@@ -89,5 +119,5 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
             dst / PAIRS,
             TRUTH,
         )
-    logger.info("converted %d problems from %s to %s", len(problems), src, dst)
+    logger.debug("converted %d problems from %s to %s", len(problems), src, dst)
     return len(problems)

@@ -1,8 +1,15 @@
 """PAN 2020-2023 verification data: pairs.jsonl + truth.jsonl per split, and the task base that reads them.
 
 Per split folder (plain or .gz):
-    pairs.jsonl  {"id": str, "pair": [text1, text2], "discourse_types": [t1, t2] (optional)}
+    pairs.jsonl  {"id": str, "pair": [text1, text2], "discourse_types": [t1, t2] (optional),
+                  "known_spans": [[start, end], ...] (optional, not PAN's)}
     truth.jsonl  {"id": str, "same": bool, "authors": [a, b] (optional)}
+
+`known_spans` is what `harness convert` adds to each PAN 2013-2015 problem (1-5 known texts): the
+[start, end) character offsets (Python string indices, i.e. Unicode code points) of each known text in
+text1. Where it is present the problem is read back as those known texts and the unknown text2, with
+text1's discourse type for each known text, so a converted corpus gives systems exactly the problems
+`pan-classic` gives them; PAN's own tools ignore the field and read text1 whole.
 
 Bad input is a `DataError` naming the file, the line and the field. Loading never writes anything.
 """
@@ -15,7 +22,7 @@ from typing import Any
 from harness.errors import DataError
 from harness.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
 from harness.records import VerificationData, VerificationProblem, VerificationTruth
-from tasks.pan.common import PanVerificationTask, check_truth_ids, split_dir
+from tasks.pan.common import PanVerificationTask, check_truth_ids, checked_split_folder
 
 
 def read_pairs(path: Path, *, allow_empty_texts: bool = False) -> tuple[VerificationProblem, ...]:
@@ -40,8 +47,43 @@ def read_pairs(path: Path, *, allow_empty_texts: bool = False) -> tuple[Verifica
                 raise DataError("text is empty", path=path, line=line, field=f"pair[{i}]")
             texts.append(text)
         types = _read_string_list(obj, "discourse_types", len(texts), path, line, optional=True)
+        if obj.get("known_spans") is not None:
+            known = _split_known(texts[0], obj["known_spans"], path, line, allow_empty_texts=allow_empty_texts)
+            texts = [*known, texts[1]]
+            if types is not None:
+                types = (types[0],) * len(known) + (types[1],)
         problems.append(VerificationProblem(problem_id, tuple(texts), types))
     return tuple(problems)
+
+
+def _split_known(joined: str, spans: Any, path: Path, line: int, *, allow_empty_texts: bool) -> list[str]:
+    """The known texts that `known_spans` cuts out of pair[0]; bad spans are a DataError naming the field.
+
+    Spans must be in order, not overlap, and leave nothing but white space (the joins) outside them, so a
+    wrong span cannot silently drop or repeat part of a text.
+    """
+    if not isinstance(spans, list) or not spans:
+        raise DataError("expected a non-empty list of [start, end]", path=path, line=line, field="known_spans")
+    known: list[str] = []
+    previous_end = 0
+    for i, span in enumerate([*spans, [len(joined), len(joined)]]):  # the sentinel checks the text after the last
+        field = f"known_spans[{i}]" if i < len(spans) else "known_spans"
+        if not (isinstance(span, list) and len(span) == 2 and all(type(x) is int for x in span)):
+            raise DataError(f"expected [start, end] integers, got {span!r}", path=path, line=line, field=field)
+        start, end = span
+        if not previous_end <= start <= end <= len(joined):
+            problem = f"out of order or past the end of pair[0] ({len(joined)} characters)"
+            raise DataError(f"span {span} is {problem}", path=path, line=line, field=field)
+        if joined[previous_end:start].strip():
+            where = f"between characters {previous_end} and {start}"
+            raise DataError(f"pair[0] holds text {where} that no span covers", path=path, line=line, field=field)
+        if i < len(spans):
+            text = joined[start:end]
+            if not text.strip() and not allow_empty_texts:
+                raise DataError("known text is empty", path=path, line=line, field=field)
+            known.append(text)
+        previous_end = end
+    return known
 
 
 def read_truth_jsonl(path: Path) -> tuple[dict[str, VerificationTruth], dict[str, int]]:
@@ -97,9 +139,9 @@ class JsonlVerificationTask(PanVerificationTask):
 
     _EXPECTED = "pairs.jsonl[.gz] and truth.jsonl[.gz], the PAN 2020-2023 layout"
 
-    def load(self, data_dir: Path, split: str) -> VerificationData:
-        """Read `<data_dir>/<split>/pairs.jsonl[.gz]` and its `truth.jsonl[.gz]`."""
-        folder = split_dir(data_dir, split, self.metadata, self._EXPECTED)
+    def load_split(self, folder: Path, split: str) -> VerificationData:
+        """Read a split folder's `pairs.jsonl[.gz]` and its `truth.jsonl[.gz]`."""
+        folder = checked_split_folder(folder, split, self._EXPECTED)
         pairs_path = find_data_file(folder, "pairs.jsonl")
         truth_path = find_data_file(folder, "truth.jsonl")
         problems = read_pairs(pairs_path)

@@ -8,11 +8,15 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.progress import Progress
 from tasks.reddit.records import Action
 
 
-def embed_samples(system: Any, samples: Sequence[Sequence[Action]]) -> np.ndarray:
-    """One float32 row per sample; a system returning anything else is a system bug, reported as such."""
+def embed_samples(system: Any, samples: Sequence[Sequence[Action]], progress: Progress | None = None) -> np.ndarray:
+    """One float32 row per sample; a system returning anything else is a system bug, reported as such.
+
+    `progress`, where given, advances by the number of samples once they are embedded.
+    """
     embeddings = np.asarray(system.embed(list(samples)), dtype=np.float32)
     if embeddings.ndim != 2 or embeddings.shape[0] != len(samples):
         raise HarnessError(
@@ -21,4 +25,6 @@ def embed_samples(system: Any, samples: Sequence[Sequence[Action]]) -> np.ndarra
         )
     if not np.isfinite(embeddings).all():
         raise HarnessError(f"system {getattr(system, 'name', system)!r} returned NaN or infinite embeddings")
+    if progress is not None:
+        progress.update(len(samples))
     return embeddings

@@ -37,6 +37,7 @@ import numpy as np
 from harness.errors import HarnessError
 from harness.metrics.linking import det_curve, eer, min_dcf
 from harness.metrics.ranking import first_relevant_ranks
+from harness.progress import Progress
 from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples
@@ -193,6 +194,7 @@ def evaluate_linking(
     c_miss: float,
     c_fa: float,
     normalized: bool,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, float], list[dict], dict[str, Any]]:
     """EER and minDCF at the main target size, the curve over all sizes, DET points, one row per (query, size)."""
     if main_target_size not in linking.targets:
@@ -203,7 +205,7 @@ def evaluate_linking(
             f"{len(linking.query_authors)} and {len(linking.target_authors)}; lower linking_min_query_posts "
             "or the target sizes"
         )
-    queries = embed_samples(system, linking.queries)
+    queries = embed_samples(system, linking.queries, progress)
     query_authors = np.asarray(linking.query_authors)
     target_authors = np.asarray(linking.target_authors)
     labels = query_authors[:, None] == target_authors[None, :]
@@ -211,7 +213,7 @@ def evaluate_linking(
     eers, dcfs, det = [], [], {}
     details: list[dict] = []
     for size in sizes:
-        targets = embed_samples(system, linking.targets[size])
+        targets = embed_samples(system, linking.targets[size], progress)
         scores = similarity(queries, targets, metric=metric).astype(np.float64)
         eers.append(eer(scores.ravel(), labels.ravel(), variant=EER_VARIANT))
         dcfs.append(
@@ -243,7 +245,7 @@ def evaluate_linking(
 
 
 def evaluate_linking_by_subreddit(
-    system: Any, sets: Mapping[str, LinkingSet], **settings: Any
+    system: Any, sets: Mapping[str, LinkingSet], *, progress: Progress | None = None, **settings: Any
 ) -> tuple[dict[str, float], list[dict], dict[str, Any]]:
     """Each subreddit's set scored on its own (`evaluate_linking`, with `settings`), and the mean over subreddits.
 
@@ -258,7 +260,7 @@ def evaluate_linking_by_subreddit(
     per_curves: dict[str, dict[str, Any]] = {}
     details: list[dict] = []
     for name, linking in sets.items():
-        scores, rows, curves = evaluate_linking(system, linking, **settings)
+        scores, rows, curves = evaluate_linking(system, linking, progress=progress, **settings)
         per_scores[name] = scores
         per_curves[name] = curves["eer_vs_target_size"]
         details.extend({**row, "linking_set": name} for row in rows)

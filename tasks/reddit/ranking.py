@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.metrics.ranking import ranking_scores
+from harness.progress import Progress
 from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples
@@ -114,14 +115,16 @@ def build_leak_free_ranking_set(
     return ranking, counts
 
 
-def evaluate_ranking(system: Any, ranking: RankingSet, *, metric: str) -> tuple[dict[str, float], list[dict]]:
+def evaluate_ranking(
+    system: Any, ranking: RankingSet, *, metric: str, progress: Progress | None = None
+) -> tuple[dict[str, float], list[dict]]:
     """MRR, R@4 and R@8, and one detail row per query (its author and first-match rank)."""
     if len(ranking.authors) < 2:
         raise HarnessError(
             f"the ranking evaluation needs at least 2 test authors with enough posts, got {len(ranking.authors)}"
         )
-    queries = embed_samples(system, ranking.queries)
-    targets = embed_samples(system, ranking.targets)
+    queries = embed_samples(system, ranking.queries, progress)
+    targets = embed_samples(system, ranking.targets, progress)
     ranks = rank_of_first_match(queries, ranking.authors, targets, ranking.authors, metric=metric)
     found = ranking_scores(ranks, RANKING_MEASURES)
     scores = {name: found[name] for name in RANKING_MEASURES}

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.errors import DataError, HarnessError
+from harness.progress import Progress
 from harness.task import Evaluation, TaskMetadata
 from tasks.forum.reader import find_posts_file, read_forum_posts
 from tasks.forum.records import ForumPost
@@ -55,7 +56,7 @@ from tasks.reddit.linking import (
     evaluate_linking_by_subreddit,
 )
 from tasks.reddit.ranking import build_leak_free_ranking_set, build_ranking_set, evaluate_ranking
-from tasks.reddit.records import RedditData, Stream
+from tasks.reddit.records import LinkingSet, RedditData, Stream
 from tasks.reddit.split import split_by_author_and_time
 from toolkit.retrieval import system_metric
 
@@ -280,7 +281,8 @@ class RedditTask:
         counts["unknown_subreddit_test_posts"] = sum(
             1 for s in streams for a in s.actions if a.subreddit == encoder.other
         )
-        logger.info("reddit test split: %s", counts)
+        logger.info("reddit test split (%s): %s", self.protocol, _summary(counts))
+        logger.debug("reddit test split counts: %s", counts)
         return RedditData("test", streams, encoder.subreddits, path, checksum, counts, ranking, linking, by_subreddit)
 
     def evaluate(self, system: Any, data: RedditData) -> Evaluation:
@@ -288,7 +290,11 @@ class RedditTask:
         if data.ranking is None or data.linking is None:
             raise HarnessError("evaluate needs the test split (load(data_dir, 'test'))")
         metric = system_metric(system)
-        ranking_scores, ranking_details = evaluate_ranking(system, data.ranking, metric=metric)
+        by_subreddit = (data.linking_by_subreddit or {}) if self.protocol != "legacy" else {}
+        sets = [data.linking, *by_subreddit.values()]
+        total = 2 * len(data.ranking.queries) + sum(_linking_samples(linking) for linking in sets)
+        progress = Progress(total, desc=f"reddit: evaluating {getattr(system, 'name', 'system')}", unit="samples")
+        ranking_scores, ranking_details = evaluate_ranking(system, data.ranking, metric=metric, progress=progress)
         measure = {
             "metric": metric,
             "main_target_size": self.linking_target_size,
@@ -297,7 +303,7 @@ class RedditTask:
             "c_fa": self.c_fa,
             "normalized": self.min_dcf_normalized,
         }
-        linking_scores, linking_details, curves = evaluate_linking(system, data.linking, **measure)
+        linking_scores, linking_details, curves = evaluate_linking(system, data.linking, progress=progress, **measure)
         if self.protocol != "legacy":
             if not data.linking_by_subreddit:
                 left_out = data.counts.get("linking_by_subreddit", {}).get("left_out", "all")
@@ -307,7 +313,7 @@ class RedditTask:
                     "linking_min_subreddit_queries or linking_min_query_posts, or pass --task-param protocol=legacy"
                 )
             averaged, subreddit_details, subreddit_curves = evaluate_linking_by_subreddit(
-                system, data.linking_by_subreddit, **measure
+                system, data.linking_by_subreddit, progress=progress, **measure
             )
             linking_scores = {
                 "eer": averaged.pop("eer"),
@@ -324,6 +330,7 @@ class RedditTask:
                 "det": curves["det"],  # of the pooled set
                 "by_subreddit": subreddit_curves["by_subreddit"],
             }
+        progress.close()
         settings = {
             "protocol": self.protocol,
             "metric": metric,
@@ -345,3 +352,23 @@ class RedditTask:
             curves=curves,
             settings=settings,
         )
+
+
+def _linking_samples(linking: LinkingSet) -> int:
+    """The samples a linking evaluation embeds: its queries and its targets at every size."""
+    return len(linking.queries) + sum(len(targets) for targets in linking.targets.values())
+
+
+def _summary(counts: dict[str, Any]) -> str:
+    """One readable line of the test split's counts (all of them are in result.json and in the debug log)."""
+    linking = counts["linking"]
+    parts = [
+        f"{counts['ranking']['authors']} ranking authors",
+        f"linking {linking['queries']} queries x {linking['target_accounts']} target accounts",
+    ]
+    by_subreddit = counts.get("linking_by_subreddit")
+    if by_subreddit:
+        parts.append("EER averaged over " + ", ".join(by_subreddit["averaged"]))
+        if by_subreddit["left_out"]:
+            parts.append("left out: " + "; ".join(f"{k} ({v})" for k, v in by_subreddit["left_out"].items()))
+    return ", ".join(parts)

@@ -64,7 +64,8 @@ def run_and_predict(system: str, data: Path, tmp_path: Path, params: dict | None
         args += ["--param", f"{key}={json.dumps(value)}"]
     result = runner.invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    (run_dir,) = (tmp_path / "runs" / "pan-classic").glob(f"{system}*/seed-0")  # system@<params hash> with params
+    runs = tmp_path / "runs" / "pan-classic" / data.name
+    (run_dir,) = runs.glob(f"{system}*/seed-0")  # system@<params hash> with params
     scores = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))["scores"]
     answers = [json.loads(line) for line in (run_dir / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
     truth = dict(line.split() for line in (data / "test" / "truth.txt").read_text(encoding="utf-8").splitlines())

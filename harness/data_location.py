@@ -1,0 +1,83 @@
+"""Where a run's data is: one dataset folder (`--data`) or a folder per split (`--train`, `--test`).
+
+PAN distributes a corpus as separate training and test downloads; `--train DIR --test DIR` takes them as they
+are, for the tasks whose splits are folders of their own (the PAN tasks: `harness.task.SplitFolders`). The
+forum tasks cut one corpus by time and author, so they take `--data` only.
+
+The location also names the run: its folder is `<out>/<task>/<data label>/<system>/seed-N`, so the same
+system on a second corpus gets a folder of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.task import SplitFolders
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+# a file the project's own format samples carry (samples/pan23-format-sample): their scores mean nothing
+FORMAT_SAMPLE_MARKER = "FORMAT-SAMPLE"
+
+
+@dataclass(frozen=True)
+class DataLocation:
+    """`data_dir` with `train/` and `test/` inside, or the two split folders given apiece."""
+
+    data_dir: Path | None = None
+    train_dir: Path | None = None
+    test_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        apiece = (self.train_dir is not None, self.test_dir is not None)
+        if self.data_dir is not None and any(apiece):
+            raise HarnessError("give either --data DIR or --train DIR --test DIR, not both")
+        if self.data_dir is None and not all(apiece):
+            missing = "--test" if apiece[0] else "--train" if apiece[1] else "--data (or --train and --test)"
+            raise HarnessError(f"missing {missing}")
+
+    @property
+    def split_folders(self) -> bool:
+        return self.data_dir is None
+
+    def load(self, task: Any, split: str) -> Any:
+        """The task's `split` ("train" or "test") from this location."""
+        if not self.split_folders:
+            return task.load(Path(self.data_dir), split)
+        if not isinstance(task, SplitFolders):
+            raise HarnessError(
+                f"task {task.metadata.name} splits one corpus itself; give it the corpus with --data, "
+                "not --train/--test"
+            )
+        return task.load_split(Path(self.train_dir if split == "train" else self.test_dir), split)
+
+    @property
+    def label(self) -> str:
+        """The run folder's name for this data: the folder's name, or `<train name>+<test name>`."""
+        if not self.split_folders:
+            return _folder_name(self.data_dir)
+        return f"{_folder_name(self.train_dir)}+{_folder_name(self.test_dir)}"
+
+    @property
+    def format_sample(self) -> bool:
+        """Whether this is one of the project's format samples (a `FORMAT-SAMPLE` file in the data folder)."""
+        folders = [self.data_dir] if not self.split_folders else [self.train_dir, self.test_dir]
+        folders += [Path(folder).parent for folder in folders]
+        return any((Path(folder) / FORMAT_SAMPLE_MARKER).is_file() for folder in folders)
+
+    def record(self) -> dict[str, Any]:
+        """The resolved folders, for result.json (and `format_sample: true` for the project's format samples)."""
+        if not self.split_folders:
+            folders: dict[str, Any] = {"dir": str(Path(self.data_dir).resolve())}
+        else:
+            folders = {"train_dir": str(Path(self.train_dir).resolve()), "test_dir": str(Path(self.test_dir).resolve())}
+        return {**folders, "format_sample": True} if self.format_sample else folders
+
+
+def _folder_name(folder: Path | None) -> str:
+    """A folder's own name made safe as one path part (`--data .` names the current folder)."""
+    name = Path(folder).resolve().name or "root"
+    return _UNSAFE.sub("_", name).strip("._") or "data"
