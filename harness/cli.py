@@ -100,7 +100,8 @@ class _HarnessGroup(click.Group):
             ctx.exit(2)
         except click.UsageError as exc:
             command = f"harness {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "harness"
-            click.echo(f"error: {exc.format_message()} (see {command} --help)", err=True)
+            message = " ".join(exc.format_message().split())  # click lists a choice's values one per line
+            click.echo(f"error: {message} (see {command} --help)", err=True)
             ctx.exit(2)
 
 
@@ -340,6 +341,59 @@ def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> No
     _check_output_folder(dst, "DST")
     count = registry.converter(source_format)(src, dst, overwrite=overwrite)
     click.echo(f"converted {count} problems from {src} to {dst}")
+
+
+@main.command("pairs")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["forum", "pan-classic", "folders", "jsonl"]),
+    required=True,
+    help="What INPUT is: forum posts.jsonl[.gz] (or its folder), PAN 2013-2015 corpus folders (several allowed), "
+    "a folder of text files, or a JSONL of {author, text, discourse_type[, topic, group, time]}.",
+)
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
+@click.option("--pairs", "n_pairs", type=click.IntRange(min=2), default=10_000, show_default=True, help="In all.")
+@click.option("--test-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.5, show_default=True)
+@click.option(
+    "--cross-share",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="Share of pairs whose two texts are of different discourse types (1: all, as PAN 2023).",
+)
+@click.option("--text-uses", type=click.IntRange(min=1), default=1, show_default=True, help="Pairs one text may be in.")
+@click.option(
+    "--min-chars", type=click.IntRange(min=1), default=30, show_default=True, help="Shorter texts are left out."
+)
+@click.option(
+    "--match-length/--no-match-length",
+    default=True,
+    show_default=True,
+    help="Different-author pairs also match the same-author pairs' text length classes.",
+)
+@click.option("--discourse", type=click.Choice(["kind", "subforum", "market"]), help="forum: discourse type from.")
+@click.option("--community", type=click.Choice(["subforum", "market", "none"]), help="forum: community from.")
+@click.option("--join", type=click.Choice(["post", "thread", "type"]), help="forum: one post or joined posts.")
+@click.option("--max-chars", type=click.IntRange(min=1), help="forum: length a joined text stays within.")
+@click.option("--pattern", help="folders: regex over relative paths, named groups author, discourse_type[, topic].")
+@click.option("--encoding", help="folders: text encoding (default utf-8; CMCC is cp1252).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing OUT_DIR.")
+def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int, **options: Any) -> None:
+    """Build a PAN 2020-2023 dataset (OUT_DIR/train, OUT_DIR/test, manifest.json) from real corpora in INPUT.
+
+    Authors are disjoint across splits, no text is in two splits, a same-author pair never takes both texts from
+    one thread or problem, different-author pairs match the same-author pairs' discourse types, communities, time
+    gaps and lengths, classes are balanced, and a seed gives the same bytes. Run it with `--task pan23`.
+    """
+    from tasks.pairs import build_pairs
+
+    _check_output_folder(out_dir, "OUT_DIR")
+    manifest = build_pairs(source, list(inputs), out_dir, pairs=n_pairs, **options)
+    click.echo(manifest.summary())
+    click.echo(f"next: harness run --system cngdist --task pan23 --data {out_dir}")
 
 
 @main.command("leaderboard")

@@ -28,6 +28,7 @@ compared byte for byte before and after, and no system is fitted (`fit` raises d
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -83,6 +84,15 @@ class Workspace:
         for split in ("train", "test"):
             classic_corpus(self.classic / split)
         self.forum = write_posts(root / "forum" / "posts.jsonl", threaded_posts(n_authors=8, per_author=6)).parent
+        self.texts = root / "texts.jsonl"  # `harness pairs --from jsonl`: 8 authors, 4 texts each, 2 discourse types
+        self.texts.write_text(
+            "".join(
+                json.dumps({"author": f"a{a}", "discourse_type": ("essay", "email")[t % 2], "group": f"g{a}-{t}",
+                            "text": f"text {t} of author {a}, long enough to be kept as a text"}) + "\n"
+                for a in range(8) for t in range(4)
+            ),
+            encoding="utf-8",
+        )  # fmt: skip
         self.empty = root / "empty"
         self.empty.mkdir()
         self.file = root / "file.txt"
@@ -291,6 +301,14 @@ SPECS: dict[str, Spec] = {
         }
     ),
     "convert": Spec({"src": Input("corpus", broken=("truth.txt",)), "dst": Output()}),
+    "pairs": Spec(
+        {
+            "inputs": Input("texts", folder_only=False),
+            "out_dir": Output(),
+            "source": "jsonl",
+            "n_pairs": "8",
+        }
+    ),
     "leaderboard": Spec({"results": RESULTS_WITH_DETAILS, "ci": True, "resamples": "10", "output": Output(file=True)}),
     "plot": Spec({"results": RESULTS, "out_dir": Output()}),
     "report": Spec({"results": RESULTS_WITH_DETAILS, "out_dir": Output(), "resamples": "10"}),

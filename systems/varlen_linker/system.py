@@ -58,6 +58,7 @@ import torch
 
 from harness.errors import HarnessError
 from harness.params import build, build_part, rename_legacy
+from harness.progress import Progress
 from harness.system import constructor_params
 from systems.varlen_linker.batching import Batch, PostTable, blank_row, make_batch, padded, post_table, training_batch
 from systems.varlen_linker.losses import LOSSES, RankedListLoss, TopKLoss, TripletLoss
@@ -476,6 +477,7 @@ class VarlenLinker:
         order = sorted(range(len(units)), key=lambda i: -len(units[i]))  # similar sizes together: less padding
         out = np.zeros((len(units), self.encoder.embedding_dim), dtype=np.float32)
         start = 0
+        progress = Progress(len(units), desc=f"{self.name}: embedding", unit="samples")
         while start < len(order):
             stop, posts = start, 0
             while stop < len(order) and (stop == start or posts + len(units[order[stop]]) <= self.embed_batch_posts):
@@ -487,7 +489,9 @@ class VarlenLinker:
             with autocast(device, self.mixed_precision):
                 vectors = model(tokens, hours, subreddits, lengths)
             out[np.asarray(chosen)] = vectors.float().cpu().numpy()
+            progress.update(len(chosen))
             start = stop
+        progress.close()
         return out
 
     # ------------------------------------------------------------------ checkpoints

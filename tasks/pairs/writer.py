@@ -1,0 +1,87 @@
+"""Writing a pairs dataset all or nothing: every file goes into a staging folder beside the output folder,
+which is renamed into place only once complete. A failure or a kill leaves no partial dataset, and an
+output folder being replaced (`overwrite`) stays whole until the new one is ready."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.files import staging_folder
+
+STAGED_SUFFIX = ".pairs-new"  # `.OUT.XXXXXXXX.pairs-new`: the dataset being written
+SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being replaced, for a moment
+_BUFFER = 1 << 20
+
+
+def check_out_dir(out_dir: Path, overwrite: bool) -> None:
+    """Refuse a file, or a non-empty folder unless `overwrite`: before any work, so a refusal costs nothing."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise HarnessError(f"{out_dir}: is a file, not a folder for the dataset")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+        raise HarnessError(f"{out_dir}: folder is not empty; pass overwrite (--overwrite) to replace it")
+
+
+class Stage:
+    """The staging folder: files written here get their sha256 recorded under their relative name."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.checksums: dict[str, str] = {}
+
+    def write_lines(self, relative: str, lines: Iterable[str]) -> None:
+        """Write lines (each ending in "\\n") as UTF-8, hashing them on the way."""
+        path = self.folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with open(path, "wb", buffering=_BUFFER) as handle:
+            for line in lines:
+                data = line.encode("utf-8")
+                digest.update(data)
+                handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.checksums[relative] = "sha256:" + digest.hexdigest()
+
+    def write_jsonl(self, relative: str, rows: Iterable[dict[str, Any]]) -> None:
+        self.write_lines(relative, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+    def write_json(self, relative: str, obj: Any) -> None:
+        self.write_lines(relative, [json.dumps(obj, indent=2, ensure_ascii=False) + "\n"])
+
+
+@contextlib.contextmanager
+def staged_dataset(out_dir: Path, overwrite: bool) -> Iterator[Stage]:
+    """Yield a Stage; on a clean exit its folder becomes `out_dir` (replacing it with `overwrite`)."""
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir, overwrite)
+    staged = staging_folder(out_dir, STAGED_SUFFIX)
+    try:
+        yield Stage(staged)
+        _put_in_place(staged, out_dir, overwrite)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+
+
+def _put_in_place(staged: Path, out_dir: Path, overwrite: bool) -> None:
+    check_out_dir(out_dir, overwrite)  # again: another process may have filled it meanwhile
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        os.replace(staged, out_dir)  # a rename onto an empty folder replaces it
+        return
+    set_aside = staging_folder(out_dir, SET_ASIDE_SUFFIX)
+    os.replace(out_dir, set_aside)
+    try:
+        os.replace(staged, out_dir)
+    except BaseException:
+        os.replace(set_aside, out_dir)  # the old dataset goes back whole
+        raise
+    shutil.rmtree(set_aside, ignore_errors=True)
