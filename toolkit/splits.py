@@ -34,9 +34,17 @@ def text_key(text: str) -> str:
     return hashlib.sha256(normalise_text(text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class _UnionFind:
-    def __init__(self, size: int) -> None:
+class UnionFind:
+    """Sets of items 0..n-1 joined by `union`; a set is named by its lowest item, so results never depend on
+    the order of the unions."""
+
+    def __init__(self, size: int = 0) -> None:
         self.parent = list(range(size))
+
+    def add(self) -> int:
+        """A new item in a set of its own; its index."""
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
 
     def find(self, item: int) -> int:
         while self.parent[item] != item:
@@ -60,7 +68,7 @@ def problem_groups(
     """
     if authors is not None and len(authors) != len(problems):
         raise ValueError(f"{len(authors)} author entries for {len(problems)} problems")
-    links = _UnionFind(len(problems))
+    links = UnionFind(len(problems))
     first_with: dict[str, int] = {}
     for index, problem in enumerate(problems):
         keys = [f"text:{text_key(t)}" for t in problem.texts]

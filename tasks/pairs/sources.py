@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from harness.errors import DataError, HarnessError
 from harness.files import check_text, read_jsonl, require_field, sha256_files
+from toolkit.splits import UnionFind
 
 
 class SourceText(NamedTuple):
@@ -269,28 +270,16 @@ def read_pan_classic_texts(corpus_dirs: Sequence[Path]) -> SourceRead:
     return SourceRead(texts, inputs, PAN_CLASSIC_AUTHORS)
 
 
-class _Links:
-    """Union-find over author nodes named by strings; a set is named after its first node."""
+class _Links(UnionFind):
+    """Union-find over author nodes named by strings; a set is named after its first (lowest) node."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.names: list[str] = []
-        self.parent: list[int] = []
 
-    def add(self, name: str) -> int:
+    def add(self, name: str) -> int:  # type: ignore[override]  # a node needs its name
         self.names.append(name)
-        self.parent.append(len(self.parent))
-        return len(self.parent) - 1
-
-    def find(self, node: int) -> int:
-        while self.parent[node] != node:
-            self.parent[node] = self.parent[self.parent[node]]
-            node = self.parent[node]
-        return node
-
-    def union(self, a: int, b: int) -> None:
-        root_a, root_b = self.find(a), self.find(b)
-        if root_a != root_b:  # the lower (earlier) node names the set: deterministic
-            self.parent[max(root_a, root_b)] = min(root_a, root_b)
+        return super().add()
 
     def name(self, node: int) -> str:
         return self.names[self.find(node)]
