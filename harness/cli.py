@@ -388,8 +388,7 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
     one thread or problem, different-author pairs match the same-author pairs' discourse types, communities, time
     gaps and lengths, classes are balanced, and a seed gives the same bytes. Run it with `--task pan23`.
     """
-    from tasks.pairs import build_pairs
-
+    build_pairs = registry.load(registry.PAIRS_BUILDER.target)
     _check_output_folder(out_dir, "OUT_DIR")
     manifest = build_pairs(source, list(inputs), out_dir, pairs=n_pairs, **options)
     click.echo(manifest.summary())

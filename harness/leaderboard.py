@@ -12,6 +12,11 @@ main score is NaN or missing is ranked last, with a warning and a note.
 
 Published results (a task's `TaskMetadata.published` table) whose task and corpus match a table's
 runs follow its rows as reference rows, marked "published": never ranked, bolded, resampled or tested.
+
+A verification task whose runs scored each discourse-type pair on its own (`<pair>/<measure>` and
+`<pair>/problems`, tasks.pan.common.PanVerificationTask.type_pair_scores) gets a second table: the main
+score per type pair, columns the pairs (with their problem counts), rows the systems in the main table's
+order, mean ± sd over seeds. The main table stays as it is.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from harness.results import RESULT_NAME, read_details, read_result
 FORMATS = ("markdown", "latex", "csv", "json")
 SIGNIFICANCE_LEVEL = 0.05
 MAX_LISTED = 3  # paths named in one note before "and N more"
+PAIR_COUNT = "problems"  # `<pair>/problems`: how many test problems a discourse-type pair holds
 
 logger = logging.getLogger("harness")
 
@@ -101,6 +107,9 @@ class Row:
     ci: tuple[float, float] | None = None
     p_value: float | None = None  # against the best row, on the main score
     source: str | None = None  # a published result's citation; None for our runs
+    # the main score per discourse-type pair (over seeds), where the table has a type-pair breakdown
+    pair_mean: dict[str, float] = field(default_factory=dict)
+    pair_std: dict[str, float] = field(default_factory=dict)
 
     @property
     def first_run(self) -> Run:
@@ -118,12 +127,22 @@ class Table:
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     published: list[Row] = field(default_factory=list)  # reference rows from the literature, never ranked
+    # discourse-type pair -> its test problems, in column order; empty: no breakdown table
+    type_pairs: dict[str, int] = field(default_factory=dict)
+    pair_notes: list[str] = field(default_factory=list)
 
     def best(self, measure: str) -> float | None:
         values = [row.mean[measure] for row in self.rows if measure in row.mean and not math.isnan(row.mean[measure])]
         if not values:
             return None
         return min(values) if measure in self.lower_is_better else max(values)
+
+    def best_in_pair(self, pair: str) -> float | None:
+        """The best mean main score of a type pair's column; None where every row's is NaN."""
+        values = [row.pair_mean[pair] for row in self.rows if not math.isnan(row.pair_mean.get(pair, math.nan))]
+        if not values:
+            return None
+        return min(values) if self.main in self.lower_is_better else max(values)
 
 
 def _section(result: dict[str, Any], name: str) -> dict[str, Any]:
@@ -369,7 +388,52 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     unranked = [row.label for row in rows if _unranked(row, main)]
     if unranked:
         notes.append(f"ranked last: {', '.join(unranked)}: no {main} (NaN or missing in a run).")
-    return Table(task_name, task["version"], main, measures, lower, rows, notes=notes)
+    table = Table(task_name, task["version"], main, measures, lower, rows, notes=notes)
+    _add_type_pairs(table, runs)
+    return table
+
+
+def type_pairs(result: dict[str, Any]) -> dict[str, int]:
+    """A verification run's discourse-type pairs with their problem counts (its `<pair>/problems` scores)."""
+    if _section(result, "task").get("kind") != "verification":
+        return {}
+    pairs = {}
+    for name, value in _section(result, "scores").items():
+        pair, slash, last = name.rpartition("/")
+        if slash and pair and last == PAIR_COUNT and isinstance(value, int) and not isinstance(value, bool):
+            pairs[pair] = value
+    return pairs
+
+
+def _add_type_pairs(table: Table, runs: Sequence[Run]) -> None:
+    """The main score per discourse-type pair of each row (mean and sd over its seeds), if the runs have one.
+
+    One pair holding every problem says nothing the main table does not, and gets no breakdown.
+    """
+    counts: dict[str, int] = {}
+    for run in runs:
+        for pair, count in type_pairs(run.result).items():
+            counts.setdefault(pair, count)  # one test set per table (`_refuse_mixed`): the same counts
+    if not counts:
+        return
+    total = _section(runs[0].result, "details").get("count")
+    if len(counts) == 1 and next(iter(counts.values())) == total:
+        return
+    table.type_pairs = dict(sorted(counts.items()))
+    for row in table.rows:
+        for pair in table.type_pairs:
+            # a run without the pair's score (another harness version) makes the mean NaN, as a missing main score
+            values = [_number(run.result["scores"].get(f"{pair}/{table.main}")) for run in row.runs]
+            row.pair_mean[pair] = float(np.mean(values))
+            row.pair_std[pair] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    table.pair_notes.append(
+        f"{table.main} on the test problems of each discourse-type pair (n: problems); mean and sd over seeds."
+    )
+    if any(math.isnan(value) for row in table.rows for value in row.pair_mean.values()):
+        table.pair_notes.append(
+            f"nan: {table.main} is undefined on that pair's problems, all of one class (AUC needs both; "
+            "PAN's evaluator would write 0.0)."
+        )
 
 
 def _number(value: Any) -> float:
@@ -488,6 +552,30 @@ def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: 
     return cells
 
 
+def pair_title(table: Table) -> str:
+    return f"{table.task}: {table.main} per discourse-type pair"
+
+
+def pair_header_cells(table: Table) -> list[str]:
+    """The breakdown table's header: system, runs, then each type pair with its problem count."""
+    return ["system", "runs"] + [f"{pair} (n={count})" for pair, count in table.type_pairs.items()]
+
+
+def pair_row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str) -> list[str]:
+    """One row of the breakdown table as text cells, as `row_cells` writes the main table's."""
+    cells = [row.label, str(len(row.runs))]
+    for pair in table.type_pairs:
+        mean = row.pair_mean.get(pair)
+        if mean is None:
+            cells.append(dash)
+        elif math.isnan(mean):
+            cells.append("nan")
+        else:
+            text = f"{mean:.{digits}f}" + (f" {pm} {row.pair_std[pair]:.{digits}f}" if len(row.runs) > 1 else "")
+            cells.append(bold.format(text) if mean == table.best_in_pair(pair) else text)
+    return cells
+
+
 def _markdown(tables: Sequence[Table], digits: int) -> str:
     out = []
     for table in tables:
@@ -501,6 +589,15 @@ def _markdown(tables: Sequence[Table], digits: int) -> str:
             cells = row_cells(table, row, digits, pm="±", bold="**{}**", dash="-", italic="_{}_")
             out.append("| " + " | ".join(cells) + " |")
         out.extend(["", *table.notes, *source_lines(table), ""])
+        if table.type_pairs:
+            header = pair_header_cells(table)
+            out.append(f"#### {pair_title(table)}\n")
+            out.append("| " + " | ".join(header) + " |")
+            out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+            for row in table.rows:
+                cells = pair_row_cells(table, row, digits, pm="±", bold="**{}**", dash="-")
+                out.append("| " + " | ".join(cells) + " |")
+            out.extend(["", *table.pair_notes, ""])
     return "\n".join(out)
 
 
@@ -536,6 +633,22 @@ def _latex(tables: Sequence[Table], digits: int) -> str:
             notes = " ".join([*table.notes, *source_lines(table)])
             out.append("\\\\[2pt]{\\footnotesize " + latex_escape(notes) + "}")
         out.append("\\end{table}\n")
+        if table.type_pairs:
+            out.append(_latex_pairs(table, digits))
+    return "\n".join(out)
+
+
+def _latex_pairs(table: Table, digits: int) -> str:
+    header = pair_header_cells(table)
+    out = ["\\begin{table}[t]\n\\centering", f"\\caption{{{latex_escape(pair_title(table))}.}}"]
+    out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
+    out.append(" & ".join(latex_escape(h) for h in header) + " \\\\\n\\midrule")
+    for row in table.rows:
+        cells = pair_row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
+        out.append(" & ".join([latex_escape(cells[0]), *cells[1:]]) + " \\\\")
+    out.append("\\bottomrule\n\\end{tabular}")
+    out.append("\\\\[2pt]{\\footnotesize " + latex_escape(" ".join(table.pair_notes)) + "}")
+    out.append("\\end{table}\n")
     return "\n".join(out)
 
 
@@ -560,6 +673,11 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                 if measure in row.mean:
                     writer.writerow([table.task, table.version, row.label, 0, measure, repr(row.mean[measure]),
                                      None, None, None, None, row.source])  # fmt: skip
+        for row in table.rows:  # the breakdown: the main score of each type pair, named as result.json names it
+            for pair in table.type_pairs:
+                mean, std = repr(row.pair_mean[pair]), repr(row.pair_std[pair])
+                writer.writerow([table.task, table.version, row.label, len(row.runs), f"{pair}/{table.main}",
+                                 mean, std, None, None, None, None])  # fmt: skip
     return buffer.getvalue()
 
 
@@ -584,10 +702,17 @@ def _json(tables: Sequence[Table], digits: int) -> str:
                 for row in table.rows
             ],
             "published": [{"system": row.label, "mean": row.mean, "source": row.source} for row in table.published],
+            **({"type_pairs": _json_pairs(table)} if table.type_pairs else {}),
         }
         for table in tables
     ]
     return json.dumps(data, indent=2) + "\n"
+
+
+def _json_pairs(table: Table) -> dict[str, Any]:
+    """The breakdown table: each pair's problem count, each row's mean and sd of the main score per pair."""
+    rows = [{"system": row.label, "mean": _finite(row.pair_mean), "std": _finite(row.pair_std)} for row in table.rows]
+    return {"measure": table.main, "problems": table.type_pairs, "rows": rows, "notes": table.pair_notes}
 
 
 def _finite(values: dict[str, float]) -> dict[str, float | None]:

@@ -86,6 +86,11 @@ CONVERTERS: dict[str, Entry] = {
     ),
 }
 
+# `harness pairs`: "module:function" building a PAN 2020-2023 dataset from real corpora (tasks.pairs)
+PAIRS_BUILDER = Entry(
+    "tasks.pairs:build_pairs", "PAN 2020-2023 verification pairs from forum posts, PAN corpora, folders or JSONL"
+)
+
 SYSTEMS: dict[str, Entry] = {
     "cngdist": Entry(
         "systems.baselines.cngdist:CharNgramDistance",

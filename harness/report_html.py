@@ -15,7 +15,16 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard import Run, Table, header_cells, row_cells, source_lines
+from harness.leaderboard import (
+    Run,
+    Table,
+    header_cells,
+    pair_header_cells,
+    pair_row_cells,
+    pair_title,
+    row_cells,
+    source_lines,
+)
 
 # only data: images and the inline style may load; no script, no fetch, no font, no frame
 _POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -92,6 +101,23 @@ def _table_html(table: Table, anchors: dict[Path, str], digits: int) -> list[str
         out.append(f'<tr{css}><th scope="row">{label}</th>' + "".join(f"<td>{c}</td>" for c in numbers) + "</tr>")
     out += ["</tbody>", "</table>"]
     out += [f'<p class="note">{escape(note)}</p>' for note in [*table.notes, *source_lines(table)]]
+    if table.type_pairs:
+        out += _pairs_html(table, anchors, digits)
+    return out
+
+
+def _pairs_html(table: Table, anchors: dict[Path, str], digits: int) -> list[str]:
+    """The breakdown table of a verification task: its main score per discourse-type pair, as the Markdown one."""
+    out = [f"<h4>{escape(pair_title(table))}</h4>", '<table class="type-pairs">']
+    heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in pair_header_cells(table))
+    out += [f"<thead><tr>{heads}</tr></thead>", "<tbody>"]
+    for row in table.rows:
+        cells = pair_row_cells(table, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1], dash="–")
+        label = f'<a href="#{anchors[row.first_run.path]}">{escape(row.label)}</a>'
+        numbers = [escape(c).replace(_BOLD[0], "<strong>").replace(_BOLD[1], "</strong>") for c in cells[1:]]
+        out.append(f'<tr><th scope="row">{label}</th>' + "".join(f"<td>{c}</td>" for c in numbers) + "</tr>")
+    out += ["</tbody>", "</table>"]
+    out += [f'<p class="note">{escape(note)}</p>' for note in table.pair_notes]
     return out
 
 

@@ -73,7 +73,10 @@ def test_run_writes_result_answers_and_checkpoint(finished_run: Path):
     assert result["system"]["checkpoint"]["checksum"].startswith("sha256:")
     from tasks.pan.pan23 import Pan23Task
 
-    assert set(result["scores"]) == set(Pan23Task.metadata.measures)  # the task's measures, no more, no fewer
+    overall = {name for name in result["scores"] if "/" not in name}  # the others: per discourse-type pair
+    assert overall == set(Pan23Task.metadata.measures)  # the task's measures, no more, no fewer
+    pairs = {"+".join(sorted(row["discourse_types"])) for row in read_jsonl(SAMPLE / "test" / "pairs.jsonl")}
+    assert {name.rpartition("/")[0] for name in set(result["scores"]) - overall} == pairs
     assert {"auc", "c_at_1", "f_05_u", "f1", "brier", "overall"} <= set(result["scores"])
     assert result["main_score"] == {"name": "overall", "value": result["scores"]["overall"]}
     assert result["environment"]["libraries"]["numpy"]
@@ -81,7 +84,10 @@ def test_run_writes_result_answers_and_checkpoint(finished_run: Path):
     assert (finished_run / "checkpoint" / "config.json").is_file()
     truth = {row["id"]: row["same"] for row in read_jsonl(SAMPLE / "test" / "truth.jsonl")}
     details = read_jsonl(finished_run / "details.jsonl")
-    assert details == [{"id": a["id"], "value": a["value"], "same": truth[a["id"]]} for a in answers]
+    types = {row["id"]: "+".join(sorted(row["discourse_types"])) for row in read_jsonl(SAMPLE / "test" / "pairs.jsonl")}
+    assert details == [
+        {"id": a["id"], "value": a["value"], "same": truth[a["id"]], "pair_type": types[a["id"]]} for a in answers
+    ]
 
 
 def test_existing_run_is_kept_and_overwrite_reproduces_it(finished_run: Path, tmp_path: Path):
@@ -188,7 +194,8 @@ def test_score_reproduces_run_scores_and_writes_tira_files(finished_run: Path, t
     assert code == 0, text
     result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
     written = json.loads((out / "out.json").read_text(encoding="utf-8"))
-    assert written == pytest.approx(result["scores"], abs=1e-12)
+    overall = {name: value for name, value in result["scores"].items() if "/" not in name}  # the rest: per type pair
+    assert written == pytest.approx(overall, abs=1e-12)
     prototext = (out / "evaluation.prototext").read_text(encoding="utf-8")
     assert prototext.count("measure {") == len(written)
 

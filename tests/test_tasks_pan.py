@@ -307,8 +307,15 @@ def test_evaluate_predicts_checks_and_scores_as_score_does() -> None:
     evaluation = task.evaluate(_FixedAnswers(answers), data)
     assert isinstance(evaluation, Evaluation)
     assert evaluation.answers == tuple(answers)
-    assert evaluation.scores == task.score(answers, data)  # exactly: one scoring path
-    assert evaluation.details == [{"id": a.id, "value": a.value, "same": data.truth[a.id].same} for a in answers]
+    overall = {name: value for name, value in evaluation.scores.items() if "/" not in name}
+    assert overall == task.score(answers, data)  # exactly: one scoring path; the rest is per type pair
+    assert set(evaluation.scores) - set(overall) == set(
+        task.type_pair_scores({a.id: a.value for a in answers}, data.truth, data.problems)
+    )
+    assert evaluation.details == [
+        {"id": a.id, "value": a.value, "same": data.truth[a.id].same, "pair_type": "+".join(sorted(p.discourse_types))}
+        for a, p in zip(answers, data.problems, strict=True)
+    ]
     with pytest.raises(HarnessError, match="out of order"):
         task.evaluate(_FixedAnswers(answers[::-1]), data)
     with pytest.raises(HarnessError, match="out of order"):

@@ -5,9 +5,11 @@ a Bi-LSTM head, trained with a modified contrastive loss on batches of distinct 
 batch of 32 chunks: 16 authors x 2 chunks from two different texts), turns it into an embedding.
 A text's embedding is the mean of its chunks' embeddings; a problem's score is the cosine
 similarity of its known and unknown sides. There is one head per group of discourse
-types and a general head; a problem goes to its group's head, or to the ensemble of all heads when
-its types span groups. Each head, and the ensemble, has an abstain band fitted on open-set
-validation problems (authors disjoint from training).
+types and a general head; a problem goes to its group's head, to the ensemble of all heads when
+its types span groups, or to the general head when it has a type training never showed (see
+`routing`). The groups are the `groups` parameter's or, by default, derived from the training
+split's types (`routing.derive_groups`) and kept in the checkpoint. Each head, and the ensemble,
+has an abstain band fitted on open-set validation problems (authors disjoint from training).
 
 Raw scores: a cosine c in [-1, 1] becomes (1 + c) / 2 in [0, 1] before calibration, a monotone map
 that keeps the whole range (calibration clips to [0, 1]). The ensemble's raw score is the mean of
@@ -34,7 +36,15 @@ from systems.siamese_bilstm.data import Corpus, Split, author_pool, collect_corp
 from systems.siamese_bilstm.features import LayerFeatures, LayerFeaturesConfig
 from systems.siamese_bilstm.loss import ModifiedContrastive
 from systems.siamese_bilstm.model import BiLSTMHead, BiLSTMHeadConfig
-from systems.siamese_bilstm.routing import ENSEMBLE, GENERAL, PAN23_GROUPS, check_groups, route
+from systems.siamese_bilstm.routing import (
+    ENSEMBLE,
+    GENERAL,
+    PAN23_GROUPS,
+    check_groups,
+    derive_groups,
+    normalise_type,
+    route,
+)
 from systems.siamese_bilstm.sampler import AuthorBatchSampler, Batch, eligible_authors
 from systems.siamese_bilstm.settings import Calibration, Training
 from toolkit.calibration import AbstainBand, band_from_state, fit_abstain_band
@@ -82,8 +92,9 @@ class SiameseBiLSTM:
         training: the schedule of each head (`Training`: epochs, batch_size in chunks, lr, steps_per_epoch).
         calibration: the abstain bands (`Calibration`: validation_share, objective, grid_step).
     Settings (JSON values):
-        groups: {name: [discourse types]}, one head each; None is the paper's written/oral groups;
-            {} trains the general head only.
+        groups: {name: [discourse types]}, one head each; {} trains the general head only; None
+            derives them from the training split's types (`routing.derive_groups`): the paper's
+            written/oral groups for PAN 2023's four types, else one group per type.
         scoring: "mean_embedding" (cosine of mean chunk embeddings) or "chunk_pairs" (mean cosine
             over all known x unknown chunk pairs).
     Run-time settings:
@@ -129,9 +140,12 @@ class SiameseBiLSTM:
         self.training = training
         self.calibration = calibration
         try:
-            self._groups = check_groups(PAN23_GROUPS if groups is None else groups)
+            self._explicit_groups = None if groups is None else check_groups(groups)
         except ValueError as exc:
             raise HarnessError(f"groups: {exc}") from None
+        # the groups routing uses: the parameter's, or derived at fit; the paper's until then
+        self._groups = self._explicit_groups if self._explicit_groups is not None else check_groups(PAN23_GROUPS)
+        self._types: frozenset[str] | None = None  # types seen in training; None: not recorded (older checkpoint)
         self.groups = None if groups is None else {name: list(types) for name, types in groups.items()}
         self.scoring = scoring
         self.device = device
@@ -144,6 +158,7 @@ class SiameseBiLSTM:
         self._layer_index: list[int] | None = None
         self._encoder_identity: str | None = None
         self._info: dict[str, Any] = {}
+        self._predict_info: dict[str, Any] = {}
         self._extractor: LayerFeatures | None = None
         self._device: str | None = None
 
@@ -159,6 +174,11 @@ class SiameseBiLSTM:
             raise HarnessError(f"{self.name}: training needs truth; {train.source} has none")
         timings: dict[str, float] = {}
         corpus = collect_corpus(train)
+        self._types = frozenset(t for t in corpus.types if t)
+        if self._explicit_groups is None:
+            self._groups = derive_groups(self._types)
+        else:
+            self._groups = self._explicit_groups
         split = split_validation(corpus, self.calibration.validation_share, seed=seed)
         extractor = self.extractor()
         with duration("siamese_bilstm features", timings):
@@ -192,7 +212,22 @@ class SiameseBiLSTM:
 
         with duration("siamese_bilstm calibration", timings):
             calibration = self._calibrate(corpus, split, features)
+        routing = {
+            "groups_from": "training types" if self._explicit_groups is None else "groups parameter",
+            "groups": {name: list(types) for name, types in self._groups.items()},
+            "types": sorted(self._types),
+            "without_head": [name for name in self._groups if name not in self._heads],
+            "unseen_types_go_to": GENERAL,
+        }
+        logger.info(
+            "%s: groups %s (from the %s); heads: %s",
+            self.name,
+            routing["groups"] or "none",
+            routing["groups_from"],
+            ", ".join(self._heads),
+        )
         self._info = {
+            "routing": routing,
             "texts": len(corpus.texts),
             "authors": corpus.num_authors,
             "named_authors": corpus.named,
@@ -217,8 +252,26 @@ class SiameseBiLSTM:
         features = self.extractor().features(list(texts), desc="encoding texts")
         problem_texts = [tuple(texts[t] for t in p.texts) for p in problems]
         routes = [self._route(p.discourse_types) for p in problems]
+        self._note_routes(problems, routes)
         answers = self._answers(features, problem_texts, routes)
         return [Answer(p.id, float(v)) for p, v in zip(problems, answers, strict=True)]
+
+    def _note_routes(self, problems: Sequence[VerificationProblem], routes: Sequence[str]) -> None:
+        """`predict_info`: problems per route and the types training never showed; the latter also logged."""
+        unseen: set[str] = set()
+        if self._types is not None and self._groups:
+            for problem in problems:
+                unseen |= {normalise_type(t) for t in problem.discourse_types or ()} - self._types
+        counts: dict[str, int] = {}
+        for name in routes:
+            counts[name] = counts.get(name, 0) + 1
+        self._predict_info = {"routes": counts, "unseen_types": sorted(unseen)}
+        if unseen:
+            logger.info(
+                "%s: discourse type(s) %s not seen in training; their problems go to the general model",
+                self.name,
+                ", ".join(sorted(unseen)),
+            )
 
     def save(self, directory: Path) -> None:
         if not self._heads or self._layer_index is None:
@@ -233,6 +286,7 @@ class SiameseBiLSTM:
             "layers": self._layer_index,
             "input_size": next(iter(self._heads.values())).input_size,
             "groups": {k: list(v) for k, v in self._groups.items()},
+            "types": None if self._types is None else sorted(self._types),
             "heads": list(self._heads),
             "bands": {name: [band.p1, band.p2] for name, band in self._bands.items()},
             "batch_size_counts": BATCH_UNIT,
@@ -264,6 +318,14 @@ class SiameseBiLSTM:
             input_size = int(state["input_size"])
             names = [str(name) for name in state["heads"]]
             bands = {str(name): band_from_state(band, where=config_path) for name, band in state["bands"].items()}
+            # the groups it routed by (derived from its training types); older checkpoints stored the paper's
+            # or null, and route by the groups parameter as they did
+            if state.get("groups") is not None:
+                system._groups = check_groups(state["groups"])
+            types = state.get("types")  # absent in older checkpoints: no "unseen type -> general" rule
+            if types is not None and not isinstance(types, list):
+                raise TypeError(f"state types must be a list, got {type(types).__name__}")
+            system._types = None if types is None else frozenset(normalise_type(str(t)) for t in types)
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise HarnessError(f"{config_path}: malformed {cls.name} checkpoint ({error!r}); refit it") from None
         identity = system.extractor().identity
@@ -313,12 +375,23 @@ class SiameseBiLSTM:
 
     @property
     def info(self) -> dict[str, Any]:
-        """What fit saw and did: counts, per-epoch losses, calibration sets and bands, feature cache stats."""
+        """What fit saw and did: routing (groups, where they came from, types seen, groups left without a
+        head), counts, per-epoch losses, calibration sets and bands, feature cache stats."""
         return self._info
 
+    @property
+    def predict_info(self) -> dict[str, Any]:
+        """The last predict's routing: problems per route, and the types training never showed (-> general)."""
+        return self._predict_info
+
+    @property
+    def routing_groups(self) -> dict[str, tuple[str, ...]]:
+        """The groups routing uses now: the parameter's, derived from the training types, or the checkpoint's."""
+        return dict(self._groups)
+
     def _route(self, discourse_types: Sequence[str] | None) -> str:
-        name = route(discourse_types, self._groups)
-        # a group whose head could not be trained (no data) is answered by the ensemble
+        name = route(discourse_types, self._groups, self._types)
+        # a group whose head could not be trained (too few texts) is answered by the ensemble
         return name if name in self._heads else ENSEMBLE
 
     def _train_head(

@@ -4,10 +4,15 @@
 implements `harness.task.Task.evaluate` (predict, check, score with PAN's official evaluator) and the
 `harness.task.PanAnswers` capability (TIRA answering, scoring and recording answer files). Its
 subclasses add how a dataset's files are read (`load`, `load_inputs`, `read_truth`) and their metadata.
+
+Scores per discourse-type pair (PAN 2023 reported its results per type): `evaluate` also scores the
+problems of each type pair on their own, with the same evaluator, as `<pair>/<measure>` plus
+`<pair>/problems` (see `type_pair_scores`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -77,6 +82,36 @@ def _require_truth(data: VerificationData, task: str) -> Mapping[str, Verificati
     return data.truth
 
 
+def pair_type(problem: VerificationProblem) -> str | None:
+    """The problem's discourse-type pair, unordered: "email+essay"; None where the problem has no types.
+
+    The pair is the first text's type and the last (questioned) text's, as `harness convert` writes a
+    PAN 2013-2015 problem's types, so a corpus read from its folders or from its conversion gives one pair.
+    """
+    types = problem.discourse_types
+    if not types:
+        return None
+    return "+".join(sorted((types[0], types[-1])))
+
+
+def undefined_measures(labels: Sequence[bool]) -> set[str]:
+    """The measures a set of problems of one class cannot have, whatever the answers.
+
+    AUC needs both classes: PAN's evaluator returns 0.0 where scikit-learn refuses, a number that reads
+    as the worst ranking. With no same-author problem F1 and F0.5u count no true positive, ever, and PAN
+    writes 0.0 for a recall of 0/0. These are recorded as NaN, not as PAN's 0.0, and so is every measure
+    computed from them (`overall`, `auc_x_c_at_1`). The best band's c@1 is 1.0 on one class whatever the
+    answers (a band answering all one way), so it is NaN there too.
+    """
+    same = sum(bool(label) for label in labels)
+    undefined = set()
+    if same in (0, len(labels)):
+        undefined |= {"auc", "c_at_1_best_band"}
+    if same == 0:
+        undefined |= {"f1", "f_05_u"}
+    return undefined
+
+
 def check_answers(answers: Sequence[Answer], problems: Sequence[VerificationProblem]) -> None:
     """A system must answer each problem once, in order, in [0, 1]; anything else is a system bug."""
     expected = [p.id for p in problems]
@@ -117,13 +152,59 @@ class PanVerificationTask:
     # -- the Task protocol -------------------------------------------------------------------------
 
     def evaluate(self, system: Any, data: VerificationData) -> Evaluation:
-        """Answer every problem of the split, check the answers, score them with PAN's official evaluator."""
+        """Answer every problem of the split, check the answers, score them with PAN's official evaluator.
+
+        The scores are the task's measures over all problems, then those of each discourse-type pair
+        (`type_pair_scores`); a details row names its problem's `pair_type` where the problem has types,
+        so an interval can be resampled within one pair type.
+        """
         answers = tuple(system.predict(data.problems))
         check_answers(answers, data.problems)
         scores = self.score(answers, data)
         truth = _require_truth(data, self.metadata.name)
-        details = [{"id": a.id, "value": a.value, "same": truth[a.id].same} for a in answers]
+        scores.update(self.type_pair_scores(_answers_by_id(answers), truth, data.problems))
+        details = []
+        for answer, problem in zip(answers, data.problems, strict=True):  # in order: check_answers said so
+            row: dict[str, Any] = {"id": answer.id, "value": answer.value, "same": truth[answer.id].same}
+            kind = pair_type(problem)
+            if kind is not None:
+                row["pair_type"] = kind
+            details.append(row)
         return Evaluation(scores=scores, details=details, answers=answers)
+
+    def type_pair_scores(
+        self,
+        answers: Mapping[str, float],
+        truth: Mapping[str, VerificationTruth],
+        problems: Sequence[VerificationProblem],
+    ) -> dict[str, float]:
+        """The task's measures on the problems of each discourse-type pair, by the task's evaluator.
+
+        Keys `<pair>/<measure>` and `<pair>/problems` (how many), pairs in sorted order; problems without
+        types are in no pair, and a split without types gives {}. A measure the pair's problems cannot
+        have (one class only: see `undefined_measures`) is NaN, as is `overall` when one of its parts is.
+        """
+        from harness.metrics.verification import PROFILES
+
+        by_pair: dict[str, list[str]] = {}
+        for problem in problems:
+            kind = pair_type(problem)
+            if kind is not None:
+                by_pair.setdefault(kind, []).append(problem.id)
+        parts = PROFILES[self.metadata.evaluator]
+        scores: dict[str, float] = {}
+        for kind in sorted(by_pair):
+            ids = by_pair[kind]
+            subset = self.score_truth({i: answers[i] for i in ids if i in answers}, {i: truth[i] for i in ids})
+            undefined = undefined_measures([truth[i].same for i in ids])
+            for name in undefined & subset.keys():
+                subset[name] = math.nan
+            if "overall" in subset and undefined & set(parts):
+                subset["overall"] = math.nan
+            subset.update({k: v for k, v in self.derived_measures(subset).items() if k in subset})
+            scores.update({f"{kind}/{name}": value for name, value in subset.items()})
+            scores[f"{kind}/problems"] = len(ids)
+        return scores
 
     def overlap(self, train: VerificationData, test: VerificationData) -> dict[str, int]:
         """What the splits share (`harness.task.SplitOverlap`): texts equal after normalisation, by hash.
