@@ -86,8 +86,8 @@ def run_system(system: str, data: Path, seed: int, args: argparse.Namespace) -> 
     record = runs / f"{data.name}-{system}-seed{seed}.bench.json"
     if found and record.is_file():
         return {**json.loads(found[0].read_text(encoding="utf-8")), "bench": json.loads(record.read_text())}
-    if record.is_file() and json.loads(record.read_text()).get("timed_out"):
-        return None
+    if (record.is_file() and json.loads(record.read_text()).get("timed_out")) or args.collect:
+        return None  # ran past --timeout before, or only collecting what exists
     runs.mkdir(parents=True, exist_ok=True)
     command = harness("run", "--system", system, "--task", "pan23", "--data", data, "--seed", seed, "--out", runs)
     figures = timed(command, runs / f"{data.name}-{system}-seed{seed}.log", args.timeout)
@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument("--cmcc-text-uses", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take")
     parser.add_argument("--scale", action="store_true", help="the 100,000-pair build and cngdist run only")
+    parser.add_argument("--collect", action="store_true", help="summarise the runs under --out; run nothing")
     args = parser.parse_args()
     args.out = args.out or REPO_ROOT / "runs" / ("bench-pairs-scale" if args.scale else "bench-cross-discourse")
     args.out = args.out.resolve()
