@@ -118,7 +118,7 @@ def summary(name: str, results: dict[str, list[dict]]) -> list[str]:
                     pair_types[key.split("/")[0]] = int(value)
     for system, runs in results.items():
         if not runs:
-            lines.append(f"| {system} | 0 | " + " | ".join("timed out" for _ in MEASURES) + " | | |")
+            lines.append(f"| {system} | 0 | " + " | ".join("-" for _ in MEASURES) + " | not run or past --timeout | |")
             continue
         cells = [mean_sd([run["scores"][m] for run in runs]) for m in MEASURES]
         wall = mean(run["bench"]["wall_s"] for run in runs)

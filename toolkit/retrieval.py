@@ -1,8 +1,9 @@
 """Shared machinery for embedding tasks: the metric a system asks for, similarity of embeddings, first-match ranks.
 
 Scores are similarities (higher = more alike): cosine, or the negative Euclidean distance.
-Every function here is exact; nothing is approximated for speed. The measures computed from the
-ranks (MRR, R@k, ...) are harness.metrics'.
+Every function here is exact; nothing is approximated for speed. Search over many candidates (top k,
+first-match ranks at 10^5-10^6 items, on a GPU or with faiss) is toolkit.nearest's, built on these
+scores. The measures computed from the ranks (MRR, R@k, ...) are harness.metrics'.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.metrics.ranking import first_relevant_ranks
 
 METRICS = ("cosine", "euclidean")
-_BLOCK = 1024  # queries per block: bounds the similarity block to 1024 x n_items floats
 
 
 def system_metric(system: Any) -> str:
@@ -36,7 +35,7 @@ def _check_metric(metric: str) -> None:
         raise ValueError(f"metric must be one of {METRICS}, not {metric!r}")
 
 
-def _as_matrix(embeddings: Any, name: str) -> np.ndarray:
+def as_matrix(embeddings: Any, name: str) -> np.ndarray:
     matrix = np.ascontiguousarray(np.asarray(embeddings, dtype=np.float32))
     if matrix.ndim != 2:
         raise ValueError(f"{name} must be a 2-D (n x dim) array, got shape {matrix.shape}")
@@ -45,7 +44,7 @@ def _as_matrix(embeddings: Any, name: str) -> np.ndarray:
     return matrix
 
 
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.maximum(norms, 1e-12)  # a zero vector stays zero: similarity 0 to everything
 
@@ -53,11 +52,11 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
 def similarity(queries: Any, items: Any, *, metric: str = "cosine") -> np.ndarray:
     """The (n_queries x n_items) similarity matrix."""
     _check_metric(metric)
-    q, x = _as_matrix(queries, "queries"), _as_matrix(items, "items")
+    q, x = as_matrix(queries, "queries"), as_matrix(items, "items")
     if q.shape[1] != x.shape[1]:
         raise ValueError(f"queries have dimension {q.shape[1]}, items {x.shape[1]}")
     if metric == "cosine":
-        return _unit_rows(q) @ _unit_rows(x).T
+        return unit_rows(q) @ unit_rows(x).T
     squared = (q**2).sum(1)[:, None] + (x**2).sum(1)[None, :] - 2.0 * (q @ x.T)
     return -np.sqrt(np.maximum(squared, 0.0))
 
@@ -75,20 +74,11 @@ def rank_of_first_match(
 
     `query_item_index[i]` is the index among the items of query i itself (-1 if it is not an
     item): it is excluded by index, so identical duplicates elsewhere still count. Ties are
-    ranked pessimistically (see harness.metrics.ranking).
+    ranked pessimistically (see harness.metrics.ranking). Computed by toolkit.nearest, in chunks,
+    on a GPU where the search is large enough to gain from one.
     """
-    q_labels = np.asarray(query_labels)
-    i_labels = np.asarray(item_labels)
-    n_queries = len(q_labels)
-    if len(query_embeddings) != n_queries or len(item_embeddings) != len(i_labels):
-        raise ValueError("each embedding needs exactly one label")
-    exclude = None if query_item_index is None else np.asarray(query_item_index, dtype=np.int64)
-    ranks = np.zeros(n_queries, dtype=np.int64)
-    for start in range(0, n_queries, _BLOCK):
-        stop = min(start + _BLOCK, n_queries)
-        block = similarity(query_embeddings[start:stop], item_embeddings, metric=metric)
-        relevant = q_labels[start:stop, None] == i_labels[None, :]
-        ranks[start:stop] = first_relevant_ranks(
-            block, relevant, exclude=None if exclude is None else exclude[start:stop]
-        )
-    return ranks
+    from toolkit.nearest import first_match_ranks  # nearest builds on this module's scores
+
+    return first_match_ranks(
+        query_embeddings, query_labels, item_embeddings, item_labels, metric, exclude=query_item_index
+    )

@@ -33,29 +33,30 @@ least one) and `same_thread_candidates_removed` (query-candidate pairs removed).
 protocols score different sets of queries: thread-disjoint keeps the queries whose author has an
 episode outside the query's threads.
 
-Exact ranking through toolkit.retrieval, with the similarity the system asks for (its `metric`); ties
-count against the query. The measures are harness.metrics'.
+Exact ranking through toolkit.nearest (chunked; on a GPU for large markets), with the similarity the
+system asks for (its `metric`); ties count against the query. The measures are harness.metrics'.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 
-from harness.metrics.ranking import first_relevant_ranks, ranking_scores
+from harness.metrics.ranking import ranking_scores
 from harness.progress import Progress
 from harness.task import Evaluation
 from tasks.darkweb.records import Episode
-from toolkit.retrieval import rank_of_first_match, similarity
+from toolkit.nearest import first_match_ranks
+from toolkit.retrieval import rank_of_first_match
 
 KS = (1, 2, 5, 10)
 MEASURES = ("mrr", *(f"recall_at_{k}" for k in KS))  # reported per market, migrant pair and pooled
 PROTOCOLS = ("thread-disjoint", "legacy")
 DEFAULT_PROTOCOL = "thread-disjoint"
-_BLOCK = 1024  # queries per block: bounds the dense blocks to 1024 x n_items
 
 
 def sample_queries(candidates: np.ndarray, size: int | None, seed: int) -> np.ndarray:
@@ -193,27 +194,53 @@ def _thread_disjoint_ranks(
     metric: str,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """First-match ranks of `queries` among `items` (episode indices), each query without itself and
-    without its same-label items that share a thread with it; and the rule's counts: (candidates
-    removed, queries that had a match before the rule and none after, queries that lost a candidate)."""
-    ranks = np.zeros(len(queries), dtype=np.int64)
-    counts = np.zeros(3, dtype=np.int64)
-    item_threads = threads[items].T.tocsc()
-    for start in range(0, len(queries), _BLOCK):
-        block = queries[start : start + _BLOCK]
-        scores = similarity(emb[block], emb[items], metric=metric)
-        relevant = labels[block][:, None] == labels[items][None, :]
-        itself = block[:, None] == items[None, :]  # by index, as in the legacy protocol
-        same_thread = relevant & ~itself & ((threads[block] @ item_threads).toarray() > 0)
-        excluded = itself | same_thread
-        ranks[start : start + len(block)] = first_relevant_ranks(scores, relevant, exclude=excluded)
-        counts[0] += int(same_thread.sum())
-        had = (relevant & ~itself).any(axis=1)
-        counts[1] += int((had & ~(relevant & ~excluded).any(axis=1)).sum())
-        counts[2] += int(same_thread.any(axis=1).sum())
-        if progress is not None:
-            progress.update(len(block))
+    """First-match ranks of `queries` among `items` (episode indices, increasing), each query without
+    itself and without its same-label items that share a thread with it; and the rule's counts:
+    (candidates removed, queries that had a match before the rule and none after, queries that lost
+    a candidate). The removed pairs are found without scores, so the ranking runs in chunks."""
+    position = np.searchsorted(items, queries)
+    is_item = position < len(items)
+    is_item[is_item] = items[position[is_item]] == queries[is_item]
+    itself = sparse.csr_matrix(
+        (np.ones(int(is_item.sum()), dtype=bool), (np.flatnonzero(is_item), position[is_item])),
+        shape=(len(queries), len(items)),
+    )  # by index, as in the legacy protocol
+    same_thread = _same_label_thread_pairs(queries, items, labels, threads)
+    ranks = first_match_ranks(
+        emb[queries],
+        labels[queries],
+        emb[items],
+        labels[items],
+        metric,
+        exclude=itself + same_thread,
+        progress=None if progress is None else progress.update,
+    )
+    per_label = Counter(labels[items].tolist())
+    others = np.array([per_label[label] for label in labels[queries].tolist()], dtype=np.int64) - is_item
+    lost = np.asarray(same_thread.sum(axis=1)).ravel()
+    counts = np.array([same_thread.nnz, int(((others > 0) & (others == lost)).sum()), int((lost > 0).sum())])
     return ranks, counts
+
+
+def _same_label_thread_pairs(
+    queries: np.ndarray, items: np.ndarray, labels: np.ndarray, threads: sparse.csr_matrix
+) -> sparse.csr_matrix:
+    """(queries x items) pairs of different episodes with the same label that share a thread.
+
+    Threads are keyed again by (label, thread), so the product meets only same-label pairs: it
+    stays sparse where a large thread would make a (query x item) thread product dense.
+    """
+    found = threads.tocoo()
+    codes = np.unique(labels, return_inverse=True)[1].astype(np.int64)
+    keys, column = np.unique(codes[found.row] * threads.shape[1] + found.col, return_inverse=True)
+    keyed = sparse.csr_matrix(
+        (np.ones(len(column), dtype=np.int32), (found.row, column)), shape=(threads.shape[0], max(len(keys), 1))
+    )
+    shared = (keyed[queries] @ keyed[items].T).tocoo()
+    keep = queries[shared.row] != items[shared.col]
+    return sparse.csr_matrix(
+        (np.ones(int(keep.sum()), dtype=bool), (shared.row[keep], shared.col[keep])), shape=(len(queries), len(items))
+    )
 
 
 def _add_rule_counts(scores: dict[str, float], prefix: str, counts: np.ndarray) -> None:
