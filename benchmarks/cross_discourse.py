@@ -49,8 +49,9 @@ def timed(command: list[str], log: Path, timeout: float | None = None) -> dict[s
                 os.wait4(child.pid, 0)
                 return {"timed_out": 1.0, "wall_s": round(time.perf_counter() - start, 1)}
             time.sleep(0.5)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"failed: {' '.join(command)} (see {log})")
+    if os.waitstatus_to_exitcode(status) != 0:  # a refusal is a result too: its one-line error is recorded
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or ["no output"]
+        return {"failed": lines[-1][:300], "wall_s": round(time.perf_counter() - start, 1)}
     return {"wall_s": round(time.perf_counter() - start, 1), "peak_mb": round(usage.ru_maxrss / 1024, 1)}
 
 
@@ -75,6 +76,8 @@ def build_set(name: str, seed: int, args: argparse.Namespace) -> Path:
                           "--pattern", CMCC_PATTERN)  # fmt: skip
     folder.parent.mkdir(parents=True, exist_ok=True)
     figures = timed(command, folder.parent / f"build-{name}-seed{seed}.log")
+    if "failed" in figures:
+        raise SystemExit(f"building {folder.name} failed: {figures['failed']}")
     print(f"  built {folder.name}: {figures}", file=sys.stderr, flush=True)
     return folder
 
@@ -86,14 +89,15 @@ def run_system(system: str, data: Path, seed: int, args: argparse.Namespace) -> 
     record = runs / f"{data.name}-{system}-seed{seed}.bench.json"
     if found and record.is_file():
         return {**json.loads(found[0].read_text(encoding="utf-8")), "bench": json.loads(record.read_text())}
-    if (record.is_file() and json.loads(record.read_text()).get("timed_out")) or args.collect:
-        return None  # ran past --timeout before, or only collecting what exists
+    earlier = json.loads(record.read_text()) if record.is_file() else {}
+    if earlier.get("timed_out") or earlier.get("failed") or args.collect:
+        return None  # ran past --timeout or failed before, or only collecting what exists
     runs.mkdir(parents=True, exist_ok=True)
     command = harness("run", "--system", system, "--task", "pan23", "--data", data, "--seed", seed, "--out", runs)
     figures = timed(command, runs / f"{data.name}-{system}-seed{seed}.log", args.timeout)
     record.write_text(json.dumps(figures), encoding="utf-8")
     print(f"  {data.name} {system}: {figures}", file=sys.stderr, flush=True)
-    if figures.get("timed_out"):
+    if figures.get("timed_out") or figures.get("failed"):
         return None
     (path,) = runs.glob(f"pan23/{data.name}/{system}/seed-{seed}/result.json")
     return {**json.loads(path.read_text(encoding="utf-8")), "bench": figures}
