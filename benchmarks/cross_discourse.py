@@ -143,7 +143,7 @@ def scale(args: argparse.Namespace) -> None:
     folder = args.out / "forum-100k"
     args.out.mkdir(parents=True, exist_ok=True)
     build = timed(harness("pairs", "--from", "forum", args.data_dir / "forum-posts", folder, "--pairs", 100_000,
-                          "--text-uses", 10, "--overwrite"), args.out / "build.log")  # fmt: skip
+                          "--text-uses", 12, "--overwrite"), args.out / "build.log")  # fmt: skip
     print(f"build 100,000 pairs: {build}", flush=True)
     run = timed(harness("run", "--system", "cngdist", "--task", "pan23", "--data", folder, "--out", args.out / "runs",
                         "--overwrite"), args.out / "cngdist.log")  # fmt: skip
