@@ -28,7 +28,7 @@ from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples
 from tasks.reddit.records import RankingSet, Stream
-from toolkit.retrieval import rank_of_first_match
+from toolkit.nearest import first_match_ranks
 
 RANKING_KS = (4, 8)
 RANKING_MEASURES = ("mrr", *(f"recall_at_{k}" for k in RANKING_KS))
@@ -125,7 +125,7 @@ def evaluate_ranking(
         )
     queries = embed_samples(system, ranking.queries, progress)
     targets = embed_samples(system, ranking.targets, progress)
-    ranks = rank_of_first_match(queries, ranking.authors, targets, ranking.authors, metric=metric)
+    ranks = first_match_ranks(queries, ranking.authors, targets, ranking.authors, metric)  # exact, chunked
     found = ranking_scores(ranks, RANKING_MEASURES)
     scores = {name: found[name] for name in RANKING_MEASURES}
     details = [
