@@ -202,7 +202,10 @@ def test_frozen_checkpoint_and_disk_cache_give_identical_embeddings(tiny, tmp_pa
     frozen.fit(train, seed=0)
     embeddings = frozen.embed(samples)
     assert embeddings.shape == (8, 16) and np.allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5)
-    assert len(list(cache.rglob("*.npy"))) == len({a.text for s in train.streams for a in s.actions})
+    # every distinct post in the store, all in one shard file (not one file per post)
+    stored = frozen._post_encoder.store.stats()
+    assert stored == {"shards": 1, "texts": len({a.text for s in train.streams for a in s.actions})}
+    assert len(list(cache.rglob("*.rows.npy"))) == 1
     frozen.save(tmp_path / "checkpoint")
     loaded = load_like(frozen, tmp_path / "checkpoint")  # the cache folder is a run-time setting, not the checkpoint's
     assert np.array_equal(loaded.embed(samples), embeddings)

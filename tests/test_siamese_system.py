@@ -410,7 +410,7 @@ def test_a_damaged_cache_file_is_computed_again(encoder: Path, tmp_path: Path):
     text = "the cat sat on the mat and it was not amused"
     first = LayerFeatures(str(encoder), max_tokens=24, cache_dir=tmp_path)
     expected = first.features([text])[0]
-    (path,) = (tmp_path / "features").rglob("*.npy")
+    (path,) = (tmp_path / "feature-shards").rglob("*.rows.npy")  # the one shard holding the text
     path.write_bytes(b"not an array")
     again = LayerFeatures(str(encoder), max_tokens=24, cache_dir=tmp_path)
     np.testing.assert_array_equal(again.features([text])[0], expected)

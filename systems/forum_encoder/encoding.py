@@ -9,8 +9,12 @@ resolves its encoder: HF_HUB_OFFLINE=1 means nothing is ever downloaded).
 A post is cut to its first `max_tokens` tokens, special tokens included. While the encoder is
 frozen, a post's vector never changes, so `PostEncoder.vectors` computes each distinct text once
 and keeps it in memory (keyed by a hash of the text), and optionally in a disk cache keyed by the
-encoder's identity (a hash of its files) and these settings. `finetune_layers` makes the top N
-transformer layers trainable (-1: the whole encoder); the system then trains them with its head.
+encoder's identity (a hash of its files) and these settings: a sharded store (toolkit.feature_store,
+a few thousand posts per file under `<cache_dir>/post-shards/`); the per-post `.npy` files of
+earlier versions are not read (those posts are computed again). Posts are encoded through
+toolkit.encoding (many tokenised at once, length-sorted batches, the next group prepared while the
+device works). `finetune_layers` makes the top N transformer layers trainable (-1: the whole
+encoder); the system then trains them with its head.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,15 +31,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.files import atomic_write
 from harness.progress import Progress
 from systems.siamese_bilstm.features import DEFAULT_ENCODER_NAME, encoder_identity, resolve_encoder
 from toolkit.devices import autocast
+from toolkit.encoding import Group, encode_groups, growing, pad, tokenize_many
+from toolkit.feature_store import ShardStore, namespace_folder
 
 logger = logging.getLogger("harness")
 
-CACHE_FORMAT = "mean-pool-fp32-v1"
-TEXTS_PER_GROUP = 4096  # texts tokenised and encoded together
+CACHE_FORMAT = "mean-pool-fp32-v2"
+TEXTS_PER_GROUP = 4096  # texts tokenised and encoded together (and one cache shard), at most
+FIRST_GROUP = 256  # on CUDA, the first group (the device starts soon); each next one twice as large
 # attribute paths of the stack of transformer layers in common Hugging Face encoders
 LAYER_PATHS = ("encoder.layer", "transformer.layer", "encoder.layers", "layers", "transformer.h", "h")
 
@@ -121,6 +127,11 @@ class PostEncoder:
         settings = {"format": CACHE_FORMAT, "max_tokens": config.max_tokens, "normalize": config.normalize}
         settings["precision"] = "amp" if self.mixed_precision else "fp32"
         self._settings = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+        self.store: ShardStore | None = None
+        if self.cache_dir is not None:
+            description = {"encoder": self.identity, "settings": settings}
+            folder = namespace_folder(self.cache_dir / "post-shards" / self.identity[:16], description)
+            self.store = ShardStore(folder, row_shape=(self.width,), dtype=np.float32, description=description)
         self._memory: dict[bytes, np.ndarray] = {}
         self.stats = {"computed_posts": 0, "cached_posts": 0, "encode_seconds": 0.0}
 
@@ -132,30 +143,26 @@ class PostEncoder:
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids, special tokens included, cut to `max_tokens`."""
-        ids: list[list[int]] = []
-        for first in range(0, len(texts), TEXTS_PER_GROUP):  # in groups: the tokenizer's own records are large
-            group = list(texts[first : first + TEXTS_PER_GROUP])
-            encoded = self.tokenizer(
-                group, truncation=True, max_length=self.config.max_tokens, return_attention_mask=False
-            )
-            ids.extend(list(row) for row in encoded["input_ids"])
-        return ids
+        return tokenize_many(self.tokenizer, texts, add_special_tokens=True, max_length=self.config.max_tokens)
 
     def forward(self, token_ids: Sequence[Sequence[int]]) -> Any:
         """Post vectors (float32 tensor, n x width) of tokenised posts, under the model's current mode."""
         import torch
+
+        input_ids, mask = (torch.from_numpy(a).to(self.device) for a in pad(token_ids, self._pad_id))
+        return self._pool(self.model, input_ids, mask)
+
+    @property
+    def _pad_id(self) -> int:
+        return self.tokenizer.pad_token_id or 0
+
+    def _pool(self, model: Any, input_ids: Any, mask: Any) -> Any:
+        """Mean over the tokens the mask keeps (float32), L2-normalised if asked; the model under autocast."""
+        import torch
         from torch.nn import functional as F
 
-        longest = max(len(ids) for ids in token_ids)
-        pad = self.tokenizer.pad_token_id or 0
-        input_ids = torch.full((len(token_ids), longest), pad, dtype=torch.long)
-        mask = torch.zeros((len(token_ids), longest), dtype=torch.long)
-        for row, ids in enumerate(token_ids):
-            input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-            mask[row, : len(ids)] = 1
-        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
         with autocast(self.device, self.mixed_precision):
-            hidden = self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+            hidden = model(input_ids=input_ids, attention_mask=mask).last_hidden_state
         weights = mask.unsqueeze(-1).to(torch.float32)
         pooled = (hidden.float() * weights).sum(1) / weights.sum(1).clamp(min=1.0)
         return F.normalize(pooled, dim=1) if self.config.normalize else pooled
@@ -189,78 +196,46 @@ class PostEncoder:
     def vectors(self, texts: Sequence[str], *, desc: str = "encoding posts") -> np.ndarray:
         """One float32 row per text (in eval mode, no gradient); each distinct text computed once."""
         keys = [_key(text) for text in texts]
-        missing: dict[bytes, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            if key in self._memory or key in missing:
-                continue
-            cached = self._read(key)
-            if cached is not None:
-                self._memory[key] = cached
-                self.stats["cached_posts"] += 1
-            else:
-                missing[key] = text
-        if missing:
-            self._compute(missing, desc=desc)
+        distinct = {key: text for key, text in zip(keys, texts, strict=True) if key not in self._memory}
+        if distinct and self.store is not None:
+            for key, where in zip(list(distinct), self.store.find(list(distinct)), strict=True):
+                if where is not None:
+                    self._memory[key] = np.array(self.store.rows(where)[0])  # a copy, not a view of the file
+                    self.stats["cached_posts"] += 1
+                    del distinct[key]
+        if distinct:
+            self._compute(distinct, desc=desc)
         if not keys:
             return np.zeros((0, self.width), dtype=np.float32)
         return np.stack([self._memory[key] for key in keys])
 
+    def _groups(self, keys: list[bytes], texts: list[str]) -> Iterator[Group]:
+        """Growing groups of posts (each one cache shard), tokenised on the prefetch thread: one sequence a post."""
+        first = FIRST_GROUP if self.device.startswith("cuda") else TEXTS_PER_GROUP  # the CPU: full groups pad less
+        for part in growing(len(keys), first=first, most=TEXTS_PER_GROUP):
+            yield Group.of(keys[part], [[ids] for ids in self.tokenize(texts[part])])
+
     def _compute(self, texts: dict[bytes, str], *, desc: str) -> None:
-        """Encode the texts in groups: a group's token ids are all that is held at once (a few MB, not GBs)."""
+        """Encode the texts group by group; a group's token ids are all that is held at once (a few MB)."""
         started = time.perf_counter()
         keys = list(texts)
+        self.model.eval()
         with Progress(len(keys), desc=desc, unit="posts") as progress:
-            for first in range(0, len(keys), TEXTS_PER_GROUP):
-                group = keys[first : first + TEXTS_PER_GROUP]
-                self._compute_group(group, [texts[key] for key in group], progress)
+            for group, vectors in encode_groups(
+                self.model,
+                self._groups(keys, [texts[key] for key in keys]),
+                self._pool,
+                pad_id=self._pad_id,
+                batch_size=self.config.batch_size,
+                device=self.device,
+                mixed_precision=self.mixed_precision,
+            ):
+                self._memory.update(zip(group.keys, vectors, strict=True))  # rows of one array per group
+                if self.store is not None:
+                    self.store.add(group.keys, [row[None] for row in vectors])
+                progress.update(len(group.keys))
         self.stats["computed_posts"] += len(keys)
         self.stats["encode_seconds"] = round(self.stats["encode_seconds"] + time.perf_counter() - started, 3)
-
-    def _compute_group(self, keys: list[bytes], texts: list[str], progress: Progress) -> None:
-        import torch
-
-        token_ids = self.tokenize(texts)
-        # similar lengths together: little padding; ties in key order, so the batches are the same every time
-        order = sorted(range(len(keys)), key=lambda i: (len(token_ids[i]), keys[i]))
-        size = self.config.batch_size
-        self.model.eval()
-        for start in range(0, len(order), size):
-            chosen = order[start : start + size]
-            with torch.inference_mode():
-                vectors = self.forward([token_ids[i] for i in chosen]).cpu().numpy()
-            for row, i in enumerate(chosen):
-                self._memory[keys[i]] = vectors[row].copy()  # a copy: a view would keep the whole batch alive
-                self._store(keys[i], self._memory[keys[i]])
-            progress.update(len(chosen))
-
-    def _path(self, key: bytes) -> Path:
-        assert self.cache_dir is not None
-        name = key.hex()
-        return self.cache_dir / self.identity[:16] / self._settings / name[:2] / f"{name}.npy"
-
-    def _read(self, key: bytes) -> np.ndarray | None:
-        """A cached vector, or None when there is no cache, no file, or an unreadable one (then recomputed)."""
-        if self.cache_dir is None:
-            return None
-        path = self._path(key)
-        if not path.is_file():
-            return None
-        try:
-            vector = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            logger.warning("unreadable post-vector cache file %s (%s): computing it again", path, exc)
-            return None
-        if vector.shape != (self.width,) or vector.dtype != np.float32:
-            logger.warning("post-vector cache file %s has shape %s: computing it again", path, vector.shape)
-            return None
-        return vector
-
-    def _store(self, key: bytes, vector: np.ndarray) -> None:
-        if self.cache_dir is None:
-            return
-        # written beside the target and renamed: a crash never leaves a half file under the key's name
-        with atomic_write(self._path(key), "wb") as handle:
-            np.save(handle, vector, allow_pickle=False)
 
 
 def _key(text: str) -> bytes:

