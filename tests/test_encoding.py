@@ -177,14 +177,18 @@ def test_encode_groups_raises_the_producers_error_and_stops_its_thread(tiny: Pat
     def cls(m, ids, mask):
         return m(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0, :]
 
-    before = threading.active_count()
+    # threads of earlier tests (cache writers) may end meanwhile: only threads started here must be gone
+    before = set(threading.enumerate())
     with pytest.raises(RuntimeError, match="tokenizer broke"):
         list(encode_groups(model, groups(), cls, pad_id=0, batch_size=2))
     many = (Group.of([i], [[[5, 6]]]) for i in range(100))
     walk = encode_groups(model, many, cls, pad_id=0, batch_size=2)
     next(walk)
     walk.close()  # the consumer stops early: the prefetch thread ends too
-    assert threading.active_count() == before
+    started_here = [t for t in threading.enumerate() if t not in before]
+    for thread in started_here:
+        thread.join(timeout=5)
+    assert not [t for t in started_here if t.is_alive()]
 
 
 # -- siamese_bilstm features -------------------------------------------------------------------------
