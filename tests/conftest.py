@@ -21,6 +21,20 @@ def forum_posts_file() -> Path:
 
 
 @pytest.fixture(scope="session")
+def cmcc(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real CMCC corpus (14 authors x 6 genres x 6 topics), extracted once: its `cmcc/` folder."""
+    import tarfile
+
+    archive = SHARED_DATA / "cmcc-cross-genre.tar.gz"
+    if not archive.is_file():
+        pytest.skip(f"{archive} not found (set HARNESS_SHARED_DATA)")
+    folder = tmp_path_factory.mktemp("cmcc")
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder, filter="data")
+    return folder / "cmcc"
+
+
+@pytest.fixture(scope="session")
 def forum_slice(forum_posts_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """All posts of 80 real authors with 40-300 posts each (chosen by a hash of the name): data for both forum tasks."""
     from helpers.forum_slice import write_author_slice

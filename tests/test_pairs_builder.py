@@ -9,7 +9,6 @@ ordered discourse types, communities, topics and time-gap bucket; 5 half same-au
 from __future__ import annotations
 
 import json
-import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -275,19 +274,6 @@ def test_community_as_discourse_type(forum_slice, tmp_path):
 
 
 # ----------------------------------------------------------------------------- the real CMCC corpus
-
-
-@pytest.fixture(scope="module")
-def cmcc(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conftest import SHARED_DATA
-
-    archive = SHARED_DATA / "cmcc-cross-genre.tar.gz"
-    if not archive.is_file():
-        pytest.skip(f"{archive} not found (set HARNESS_SHARED_DATA)")
-    folder = tmp_path_factory.mktemp("cmcc")
-    with tarfile.open(archive) as tar:
-        tar.extractall(folder, filter="data")
-    return folder / "cmcc"
 
 
 def test_cmcc_cross_genre_set(cmcc, tmp_path):

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
@@ -17,19 +15,6 @@ CMCC_PATTERN = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z
 def invoke(*args: str | Path) -> tuple[int, str]:
     result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
     return result.exit_code, result.output
-
-
-@pytest.fixture(scope="module")
-def cmcc(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conftest import SHARED_DATA
-
-    archive = SHARED_DATA / "cmcc-cross-genre.tar.gz"
-    if not archive.is_file():
-        pytest.skip(f"{archive} not found (set HARNESS_SHARED_DATA)")
-    folder = tmp_path_factory.mktemp("cmcc")
-    with tarfile.open(archive) as tar:
-        tar.extractall(folder, filter="data")
-    return folder / "cmcc"
 
 
 def build(cmcc: Path, out: Path, *extra: str) -> tuple[int, str]:
