@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from conftest import SHARED_DATA
+from scipy import sparse
 
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.records import VerificationData, VerificationProblem, VerificationTruth
 from systems.impostors import GeneralImpostors, impostor_score
-from systems.impostors.system import masked_similarities
+from systems.impostors.system import masked_similarities, pool_norms, pool_similarities
 
 PAN13 = SHARED_DATA / "pan13-av-en.tar.gz"
 
@@ -54,6 +55,25 @@ def test_masked_similarities_by_hand() -> None:
     assert cosine[:, 0] == pytest.approx([(2 + 2) / 5, 0.0])  # |q| = |c| = sqrt(5) on features {0, 1}
     with pytest.raises(ValueError, match="unknown similarity"):
         masked_similarities(query, candidates, masks, "euclid")
+
+
+@pytest.mark.parametrize("similarity", ["minmax", "cosine"])
+def test_pool_similarities_equal_the_dense_measure_with_all_features(similarity: str) -> None:
+    # the sparse shortcut that ranks candidate impostors must give the dense measure's values, including
+    # an all-zero pool row, a row sharing no feature with the query, and a row equal to the query
+    rng = np.random.default_rng(3)
+    pool = rng.random((40, 30)) * (rng.random((40, 30)) < 0.2)
+    query = rng.random(30) * (rng.random(30) < 0.3)
+    pool[0] = 0.0
+    pool[1] = np.where(query > 0, 0.0, 1.0)
+    pool[2] = query
+    dense = masked_similarities(query, pool, np.ones((30, 1)), similarity)[:, 0]
+    shortcut = pool_similarities(query, sparse.csc_matrix(pool), pool_norms(pool, similarity), similarity)
+    assert shortcut == pytest.approx(dense, rel=1e-12, abs=1e-12)
+    assert shortcut[0] == 0.0 and shortcut[1] == 0.0 and shortcut[2] == pytest.approx(1.0)
+    empty = pool_similarities(np.zeros(30), sparse.csc_matrix(pool), pool_norms(pool, similarity), similarity)
+    dense_empty = masked_similarities(np.zeros(30), pool, np.ones((30, 1)), similarity)[:, 0]
+    assert empty[0] == 0.0 and np.all(empty == dense_empty)
 
 
 def _toy_data() -> VerificationData:

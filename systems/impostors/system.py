@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from harness.errors import HarnessError
 from harness.progress import pbar
@@ -99,6 +100,41 @@ def masked_similarities(query: np.ndarray, candidates: np.ndarray, masks: np.nda
     out = np.zeros_like(numerator)
     np.divide(numerator, denominator, out=out, where=denominator > 0)
     return out
+
+
+def pool_similarities(query: np.ndarray, pool: sparse.csc_matrix, norms: np.ndarray, similarity: str) -> np.ndarray:
+    """Similarity of `query` (V,) to every row of `pool` (n, V) on all features, (n,), in float64.
+
+    The same measures as `masked_similarities` with one all-ones mask, computed from the pool's nonzero
+    entries in the query's nonzero features only (vectors are nonnegative, so elsewhere minima and products
+    are 0): a forum post has a few hundred of 10,000 features, and a dense pass over the whole pool for
+    every problem was the method's cost. `pool` is held by columns (CSC) so those features are cheap to
+    take; `norms` is `pool_norms(...)`: each row's sum (min-max: sum of maxima = sum a + sum b - sum of
+    minima) or its squared length (cosine).
+    """
+    support = np.flatnonzero(query)
+    kept = query[support].astype(np.float64)
+    columns = pool[:, support]
+    entries = columns.data.astype(np.float64)
+    feature = np.repeat(np.arange(len(support)), np.diff(columns.indptr))  # the kept feature of each entry
+    if similarity == "minmax":
+        numerator = np.bincount(columns.indices, weights=np.minimum(entries, kept[feature]), minlength=pool.shape[0])
+        denominator = norms + kept.sum() - numerator
+    elif similarity == "cosine":
+        numerator = np.bincount(columns.indices, weights=entries * kept[feature], minlength=pool.shape[0])
+        denominator = np.sqrt(norms * (kept @ kept))
+    else:
+        raise ValueError(f"unknown similarity {similarity!r}; known: {', '.join(SIMILARITIES)}")
+    out = np.zeros(pool.shape[0], dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
+
+
+def pool_norms(pool: np.ndarray, similarity: str) -> np.ndarray:
+    """Per pool row what `pool_similarities` needs: the sum (min-max) or the squared length (cosine), float64."""
+    if similarity == "minmax":
+        return pool.sum(axis=1, dtype=np.float64)
+    return np.einsum("ij,ij->i", pool, pool, dtype=np.float64)
 
 
 class _Pool(NamedTuple):
@@ -226,12 +262,17 @@ class GeneralImpostors:
         return self._pool
 
     def _scores(self, problems: Sequence[VerificationProblem], pool: _Pool) -> np.ndarray:
+        # once per pool, not per problem: the pool by feature columns, and each row's norm
+        by_feature = sparse.csc_matrix(pool.vectors)
+        norms = pool_norms(pool.vectors, self.similarity)
         scores = np.empty(len(problems), dtype=np.float64)
         for i, problem in enumerate(pbar(problems, desc=f"{self.name}: scoring", unit="problems")):
-            scores[i] = self._problem_score(problem, pool)
+            scores[i] = self._problem_score(problem, pool, by_feature, norms)
         return scores
 
-    def _problem_score(self, problem: VerificationProblem, pool: _Pool) -> float:
+    def _problem_score(
+        self, problem: VerificationProblem, pool: _Pool, by_feature: sparse.csc_matrix, norms: np.ndarray
+    ) -> float:
         if len(problem.texts) < 2:
             raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
         own = {text_key(text) for text in problem.texts}
@@ -242,8 +283,8 @@ class GeneralImpostors:
         allowed = ~np.isin(pool.groups, np.unique(pool.groups[~not_own]))
         if allowed.sum() < self.impostors:
             allowed = not_own
-        impostor_vectors = pool.vectors[allowed]
-        if len(impostor_vectors) == 0:
+        rows = np.flatnonzero(allowed)  # indices into the pool: no copy of the pool per problem
+        if len(rows) == 0:
             raise HarnessError(f"problem {problem.id}: no impostors left (every training text is one of its own)")
         vectors = pool.tfidf.transform(problem.texts)
         # randomness from the seed and the problem itself, so an answer does not depend on the batch it is in
@@ -255,17 +296,28 @@ class GeneralImpostors:
         pair_scores = []
         for known in vectors[:-1]:
             # Koppel & Winter: X against Y's impostors, and Y against X's; the pair's score is their mean
-            pair_scores.append(self._direction(known, unknown, impostor_vectors, masks, rng))
-            pair_scores.append(self._direction(unknown, known, impostor_vectors, masks, rng))
+            pair_scores.append(self._direction(known, unknown, pool.vectors, by_feature, rows, norms, masks, rng))
+            pair_scores.append(self._direction(unknown, known, pool.vectors, by_feature, rows, norms, masks, rng))
         return float(np.mean(pair_scores))
 
     def _direction(
-        self, query: np.ndarray, target: np.ndarray, pool: np.ndarray, masks: np.ndarray, rng: np.random.Generator
+        self,
+        query: np.ndarray,
+        target: np.ndarray,
+        pool: np.ndarray,
+        by_feature: sparse.csc_matrix,
+        rows: np.ndarray,
+        norms: np.ndarray,
+        masks: np.ndarray,
+        rng: np.random.Generator,
     ) -> float:
-        """Share of iterations in which `query` is closer to `target` than to the impostors drawn for `target`."""
-        full = masked_similarities(target, pool, np.ones((pool.shape[1], 1), dtype=np.float32), self.similarity)[:, 0]
+        """Share of iterations in which `query` is closer to `target` than to the impostors drawn for `target`.
+
+        `rows` are the pool rows allowed as impostors; `by_feature` is the pool as CSC, `norms` its `pool_norms`.
+        """
+        full = pool_similarities(target, by_feature, norms, self.similarity)[rows]
         # the candidate impostors are the pool texts most like the text they stand in for (stable order on ties)
-        nearest = np.argsort(-full, kind="stable")[: self.candidates]
+        nearest = rows[np.argsort(-full, kind="stable")[: self.candidates]]
         sims = masked_similarities(query, np.vstack([target[None, :], pool[nearest]]), masks, self.similarity)
         drawn = min(self.impostors, len(nearest))
         # per iteration a random `drawn` of the candidates: the first columns of a random permutation
