@@ -39,6 +39,7 @@ from harness.system import constructor_params
 from systems.forum_encoder.encoding import PostEncoder, PostEncoderConfig
 from systems.forum_encoder.head import ProjectionHead, SampleHead
 from systems.forum_encoder.sampling import Batch, Sampling, TrainingPosts, training_batch, training_posts
+from systems.siamese_bilstm.features import identity_matches
 from systems.varlen_linker.losses import LOSSES, RankedListLoss, TopKLoss, TripletLoss
 from systems.varlen_linker.sampling import epoch_batches
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
@@ -350,7 +351,7 @@ class ForumEncoder:
             )
         except (KeyError, TypeError, RuntimeError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        if identity != encoder.identity:
+        if not identity_matches(identity, encoder.identity, where=directory):
             raise HarnessError(
                 f"{directory}: the encoder {encoder.label} at {encoder.folder} is not the one this checkpoint was "
                 f"trained from (its files hash to {encoder.identity[:12]}, the checkpoint's to {identity[:12]})"

@@ -52,6 +52,9 @@ TEXTS_PER_GROUP = 4096
 CHUNKS_PER_GROUP = 8192
 FIRST_GROUP = 256
 _identity_memo: dict[tuple[Any, ...], str] = {}
+# the identity earlier versions recorded for every encoder under a hidden directory (no file hashed):
+# checkpoints carrying it cannot say which encoder they were trained on (`identity_matches`)
+LEGACY_EMPTY_IDENTITY = hashlib.sha256().hexdigest()
 
 
 def default_cache_dir() -> Path:
@@ -102,12 +105,19 @@ def resolve_encoder(encoder: str | None) -> Path:
 
 
 def encoder_identity(folder: Path) -> str:
-    """sha256 over the encoder folder's files (names and contents), README and git files aside."""
+    """sha256 over the encoder folder's files (names and contents), README and git files aside.
+
+    Hidden files and folders are skipped by their path inside `folder` only: up to this version the
+    whole path was checked, so a folder under any hidden directory (`~/.cache/huggingface`, a `.venv`,
+    `~/.pyenv`) hashed no file at all and got `LEGACY_EMPTY_IDENTITY`, whatever its weights.
+    """
     folder = Path(folder)
     files = sorted(
         p
         for p in folder.rglob("*")
-        if p.is_file() and not p.name.startswith(_IDENTITY_SKIP) and not any(part.startswith(".") for part in p.parts)
+        if p.is_file()
+        and not p.name.startswith(_IDENTITY_SKIP)
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
     memo_key = (str(folder), tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
     if memo_key in _identity_memo:
@@ -122,6 +132,25 @@ def encoder_identity(folder: Path) -> str:
     identity = digest.hexdigest()
     _identity_memo[memo_key] = identity
     return identity
+
+
+def identity_matches(recorded: str, found: str, *, where: Path) -> bool:
+    """Whether a checkpoint's recorded encoder identity fits the encoder found now.
+
+    A checkpoint written before the identity fix (`encoder_identity`) with an encoder under a hidden
+    directory recorded `LEGACY_EMPTY_IDENTITY`: it loads, as it did then, with a warning that its encoder
+    cannot be checked.
+    """
+    if recorded == found:
+        return True
+    if recorded == LEGACY_EMPTY_IDENTITY:
+        logger.warning(
+            "%s: this checkpoint records no encoder identity (written before the hash covered encoders under "
+            "hidden folders); that it was trained on this encoder cannot be checked: refit it to record one",
+            where,
+        )
+        return True
+    return False
 
 
 @dataclass(frozen=True)

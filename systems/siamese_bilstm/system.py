@@ -33,7 +33,7 @@ from harness.progress import duration
 from harness.records import Answer, VerificationData, VerificationProblem
 from harness.system import constructor_params
 from systems.siamese_bilstm.data import Corpus, Split, author_pool, collect_corpus, split_validation
-from systems.siamese_bilstm.features import LayerFeatures, LayerFeaturesConfig
+from systems.siamese_bilstm.features import LayerFeatures, LayerFeaturesConfig, identity_matches
 from systems.siamese_bilstm.loss import ModifiedContrastive
 from systems.siamese_bilstm.model import BiLSTMHead, BiLSTMHeadConfig
 from systems.siamese_bilstm.routing import (
@@ -329,7 +329,7 @@ class SiameseBiLSTM:
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise HarnessError(f"{config_path}: malformed {cls.name} checkpoint ({error!r}); refit it") from None
         identity = system.extractor().identity
-        if identity != expected:
+        if not identity_matches(expected, identity, where=directory):
             raise HarnessError(
                 f"{directory}: the checkpoint's heads were trained on encoder features of another encoder "
                 f"(checkpoint {expected[:12]}, found {identity[:12]} for {system.encoder.model!r})"
