@@ -11,6 +11,14 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Caches (forum posts as Arrow, encoder features) go to a temporary folder, not the user's ~/.cache,
+    unless HARNESS_CACHE_DIR is set; tests that need their own cache set it themselves."""
+    if not os.environ.get("HARNESS_CACHE_DIR"):
+        os.environ["HARNESS_CACHE_DIR"] = str(tmp_path_factory.mktemp("harness-cache"))
+
+
 @pytest.fixture(scope="session")
 def forum_posts_file() -> Path:
     """The real forum posts (261k posts by 8.5k users), read-only."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,12 +47,17 @@ class DarkwebData(NamedTuple):
     split is train). `cross_accounts` are the (person, market) pairs that CROSS label ties together,
     on both splits of a multitask task (empty otherwise): what the evaluator needs to tell a held-out
     migrant from one that training linked (`migrant_heldout/...`).
+
+    `episodes` and `posts` are read-only sequences: tuples where the source is small (SYSML's layout),
+    lazy sequences over a memory-mapped post table where it is a posts file (tasks.darkweb.episodes.EpisodeRows,
+    tasks.forum.post_table.PostRows), which make each Episode or ForumPost when it is read. Either
+    supports len, iteration, indexing and slicing, and compares equal to a tuple of the same items.
     """
 
     split: str
-    episodes: tuple[Episode, ...]
+    episodes: Sequence[Episode]
     markets: tuple[str, ...]
-    posts: tuple[ForumPost, ...]
+    posts: Sequence[ForumPost]
     multitask: bool
     cross_persons: frozenset[str]
     source: Path

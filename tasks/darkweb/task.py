@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -21,10 +21,11 @@ import numpy as np
 from harness.errors import DataError, HarnessError
 from harness.files import sha256_files
 from harness.task import Evaluation, TaskMetadata
-from tasks.darkweb.episodes import EPISODE_LENGTHS, build_episodes, time_split
+from tasks.darkweb.episodes import EPISODE_LENGTHS, EpisodeIndex, EpisodeRows, episode_index, time_split_rows
 from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embeddings
 from tasks.darkweb.records import DarkwebData, Episode
 from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
+from tasks.forum.post_table import PostRows, PostTable, open_post_table
 from tasks.forum.preprocess import clean_post
 from tasks.forum.reader import find_posts_file, read_forum_posts
 from tasks.forum.records import ForumPost
@@ -175,61 +176,111 @@ class DarkwebTask:
 
     def _build(self, data_dir: Path) -> dict[str, DarkwebData]:
         if is_sysml_layout(data_dir):
-            episodes, posts, checksums = self._from_sysml_layout(data_dir)
-        else:
-            episodes, posts, checksums = self._from_posts(data_dir)
-        keep = self._kept_persons(episodes["train"] + episodes["test"])
+            return self._build_from_sysml_layout(data_dir)
+        return self._build_from_posts(data_dir)
+
+    def _build_from_posts(self, data_dir: Path) -> dict[str, DarkwebData]:
+        """The splits of a posts file, as index arrays over its PostTable: no Python object per post or episode.
+
+        The same selection as `_build_from_sysml_layout` on lists; on a posts file the person is the author.
+        """
+        path = find_posts_file(data_dir)
+        protocol = _posts_protocol(path, self.episode_length, self.min_posts)
+        if self.market is not None and self.market not in protocol.markets:
+            raise HarnessError(f"market {self.market!r} not in {path}; it has {', '.join(protocol.markets)}")
+        table = protocol.table
+        markets = protocol.markets if self.market is None else (self.market,)
+        episodes = {
+            split: EpisodeIndex.concatenate([protocol.episodes[m][split] for m in markets], self.episode_length)
+            for split in SPLITS
+        }
+        posts = {split: np.concatenate([protocol.posts[m][split] for m in markets]) for split in SPLITS}
+        author_names, market_names = table.names("author"), table.names("market")
+        present = np.unique(np.concatenate([episodes[split].authors for split in SPLITS]))
+        keep = self._kept_persons(author_names[code] for code in present.tolist())
+        if keep is not None:
+            kept_author = np.zeros(len(author_names), dtype=bool)
+            kept_author[[code for code in present.tolist() if author_names[code] in keep]] = True
+            author_codes = table.codes("author")
+            episodes = {split: index.select(kept_author[index.authors]) for split, index in episodes.items()}
+            posts = {split: rows[kept_author[author_codes[rows]]] for split, rows in posts.items()}
+        # the (person, market) accounts of the training episodes, as codes
+        train_accounts = _unique_pairs(episodes["train"].authors, episodes["train"].markets)
+        accounts = [(author_names[a], market_names[m]) for a, m in train_accounts]
+        cross_persons = self._cross_persons(accounts) if self.multitask else frozenset()
+        cross_accounts = frozenset(account for account in accounts if account[0] in cross_persons)
+        result = {}
+        for split in SPLITS:
+            index = episodes[split]
+            result[split] = self._split_data(
+                data_dir,
+                split,
+                EpisodeRows(table, split, index),
+                PostRows(table, posts[split]),
+                markets=tuple(sorted(market_names[m] for m in np.unique(index.markets).tolist())),
+                authors=len(_unique_pairs(index.authors, index.markets)),
+                checksum=protocol.table.checksum,
+                cross_persons=cross_persons,
+                cross_accounts=cross_accounts,
+            )
+        return result
+
+    def _build_from_sysml_layout(self, data_dir: Path) -> dict[str, DarkwebData]:
+        """The splits of SYSML's layout (small, pre-processed): lists of episodes and posts."""
+        episodes, posts, checksums = self._from_sysml_layout(data_dir)
+        keep = self._kept_persons(e.person for split in SPLITS for e in episodes[split])
         person_of = {(e.market, e.author): e.person for split in SPLITS for e in episodes[split]}
         kept = {split: [e for e in episodes[split] if keep is None or e.person in keep] for split in SPLITS}
-        cross_persons = self._cross_persons(kept["train"]) if self.multitask else frozenset()
+        accounts = {(e.person, e.market) for e in kept["train"]}
+        cross_persons = self._cross_persons(accounts) if self.multitask else frozenset()
         # the (person, market) accounts a CROSS label ties together: both splits carry them for the evaluator
-        cross_accounts = frozenset((e.person, e.market) for e in kept["train"] if e.person in cross_persons)
+        cross_accounts = frozenset(account for account in accounts if account[0] in cross_persons)
         result = {}
         for split in SPLITS:
             split_episodes = kept[split]
             split_posts = [
                 p for p in posts[split] if keep is None or person_of.get((p.market, p.author), p.author) in keep
             ]
-            markets = tuple(sorted({e.market for e in split_episodes}))
-            if not split_episodes:
-                raise DataError(
-                    f"no {split} episodes (market={self.market!r}, min_posts={self.min_posts})", path=data_dir
-                )
-            result[split] = DarkwebData(
-                split=split,
-                episodes=tuple(split_episodes),
-                markets=markets,
-                posts=tuple(split_posts),
-                multitask=self.multitask,
-                cross_persons=cross_persons if split == "train" else frozenset(),
-                source=data_dir,
-                checksum=checksums[split],
-                cross_accounts=cross_accounts,
-            )
-            logger.info(
-                "darkweb %s: %d episodes of %d authors in %s",
+            result[split] = self._split_data(
+                data_dir,
                 split,
-                len(split_episodes),
-                len({(e.market, e.author) for e in split_episodes}),
-                ", ".join(markets),
+                tuple(split_episodes),
+                tuple(split_posts),
+                markets=tuple(sorted({e.market for e in split_episodes})),
+                authors=len({(e.market, e.author) for e in split_episodes}),
+                checksum=checksums[split],
+                cross_persons=cross_persons,
+                cross_accounts=cross_accounts,
             )
         return result
 
-    def _from_posts(
-        self, data_dir: Path
-    ) -> tuple[dict[str, list[Episode]], dict[str, list[ForumPost]], dict[str, str]]:
-        path = find_posts_file(data_dir)
-        protocol = _posts_protocol(path, self.episode_length, self.min_posts)
-        if self.market is not None and self.market not in protocol.markets:
-            raise HarnessError(f"market {self.market!r} not in {path}; it has {', '.join(protocol.markets)}")
-        markets = protocol.markets if self.market is None else (self.market,)
-        episodes: dict[str, list[Episode]] = defaultdict(list)
-        split_posts: dict[str, list[ForumPost]] = defaultdict(list)
-        for market in markets:
-            for split in SPLITS:
-                episodes[split] += protocol.episodes[market][split]
-                split_posts[split] += protocol.posts[market][split]
-        return episodes, split_posts, {split: protocol.checksum for split in SPLITS}
+    def _split_data(
+        self,
+        data_dir: Path,
+        split: str,
+        episodes: Sequence[Episode],
+        posts: Sequence[ForumPost],
+        *,
+        markets: tuple[str, ...],
+        authors: int,
+        checksum: str,
+        cross_persons: frozenset[str],
+        cross_accounts: frozenset[tuple[str, str]],
+    ) -> DarkwebData:
+        if not len(episodes):
+            raise DataError(f"no {split} episodes (market={self.market!r}, min_posts={self.min_posts})", path=data_dir)
+        logger.info("darkweb %s: %d episodes of %d authors in %s", split, len(episodes), authors, ", ".join(markets))
+        return DarkwebData(
+            split=split,
+            episodes=episodes,
+            markets=markets,
+            posts=posts,
+            multitask=self.multitask,
+            cross_persons=cross_persons if split == "train" else frozenset(),
+            source=data_dir,
+            checksum=checksum,
+            cross_accounts=cross_accounts,
+        )
 
     def _from_sysml_layout(
         self, data_dir: Path
@@ -257,23 +308,34 @@ class DarkwebTask:
             raise HarnessError(f"market {self.market!r} not in {data_dir}; it has {', '.join(sorted(set(found)))}")
         return episodes, posts, checksums
 
-    def _kept_persons(self, episodes: list[Episode]) -> set[str] | None:
+    def _kept_persons(self, persons: Iterable[str]) -> set[str] | None:
         """The persons `author_share` and `max_authors` keep (None: everyone), chosen by name hash."""
         if self.max_authors is None and self.author_share >= 1.0:
             return None
-        persons = sorted({e.person for e in episodes if _unit_hash(e.person) < self.author_share})
-        persons.sort(key=lambda p: (_unit_hash(p), p))
-        return set(persons[: self.max_authors])
+        chosen = sorted({p for p in persons if _unit_hash(p) < self.author_share})
+        chosen.sort(key=lambda p: (_unit_hash(p), p))
+        return set(chosen[: self.max_authors])
 
-    def _cross_persons(self, train_episodes: list[Episode]) -> frozenset[str]:
+    def _cross_persons(self, train_accounts: Iterable[tuple[str, str]]) -> frozenset[str]:
+        """The persons with training accounts (person, market) in several markets that may get a CROSS label."""
         markets_of: dict[str, set[str]] = defaultdict(set)
-        for episode in train_episodes:
-            markets_of[episode.person].add(episode.market)
+        for person, market in train_accounts:
+            markets_of[person].add(market)
         return frozenset(p for p, ms in markets_of.items() if len(ms) > 1 and self.may_cross(p))
 
 
-def _check_threads(episodes: tuple[Episode, ...] | list[Episode]) -> None:
+def _unique_pairs(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (first[k], second[k]) pairs of two code arrays, sorted."""
+    if len(first) == 0:
+        return []
+    pairs = np.unique(np.stack([first, second], axis=1), axis=0)
+    return [(int(a), int(b)) for a, b in pairs.tolist()]
+
+
+def _check_threads(episodes: Sequence[Episode]) -> None:
     """The thread-disjoint protocol needs thread ids: refuse data with none, warn where some lack one."""
+    if isinstance(episodes, EpisodeRows):
+        return  # from a posts file, whose reader requires a thread id on every post (tasks.forum.reader)
     posts = [post for episode in episodes for post in episode.posts]
     missing = sum(not post.thread_id for post in posts)
     if posts and missing == len(posts):
@@ -291,44 +353,48 @@ def _unit_hash(name: str) -> float:
 
 
 class _Protocol(NamedTuple):
-    """A posts file after the paper's protocol: per market and split, its posts and episodes."""
+    """A posts file after the paper's protocol: per market and split, its posts (rows in time order) and episodes."""
 
-    checksum: str
+    table: PostTable
     markets: tuple[str, ...]
-    posts: dict[str, dict[str, list[ForumPost]]]
-    episodes: dict[str, dict[str, list[Episode]]]
+    posts: dict[str, dict[str, np.ndarray]]
+    episodes: dict[str, dict[str, EpisodeIndex]]
 
 
 def _posts_protocol(path: Path, episode_length: int, min_posts: int) -> _Protocol:
-    """Time split and episodes of every market, kept per process like the posts themselves."""
+    """Time split and episodes of every market, kept per process like the post table itself."""
     stat = Path(path).stat()
     return _protocol(Path(path).resolve(), stat.st_size, stat.st_mtime_ns, episode_length, min_posts)
 
 
 @lru_cache(maxsize=4)
 def _protocol(path: Path, size: int, mtime_ns: int, episode_length: int, min_posts: int) -> _Protocol:
-    posts, checksum, cleaned = _read_and_clean(path, size, mtime_ns)
-    by_market = time_split(posts)
+    table = _post_table(path, size, mtime_ns)
+    market_codes, authors = table.codes("market"), table.codes("author")
+    names = table.names("market")
+    by_market = time_split_rows(market_codes, table.created)
+    posts = {names[code]: splits for code, splits in by_market.items()}
     episodes = {
-        market: {
-            split: build_episodes(
-                splits[split],
-                split=split,
-                length=episode_length,
-                min_posts=min_posts,
-                text_of=lambda post: cleaned[post.post_id],
-            )
-            for split in SPLITS
+        names[code]: {
+            split: episode_index(rows, authors, code, length=episode_length, min_posts=min_posts)
+            for split, rows in splits.items()
         }
-        for market, splits in by_market.items()
+        for code, splits in by_market.items()
     }
-    return _Protocol(checksum, tuple(sorted(by_market)), by_market, episodes)
+    return _Protocol(table, tuple(sorted(posts)), posts, episodes)
+
+
+@lru_cache(maxsize=2)
+def _post_table(path: Path, size: int, mtime_ns: int) -> PostTable:
+    """The posts of a file as a memory-mapped table (cached on disk by checksum), kept per process."""
+    return open_post_table(path)
 
 
 def _posts_with_texts(path: Path) -> tuple[list[ForumPost], str, dict[str, str]]:
-    """The posts of a file, its checksum and each post's pre-processed text (by post id).
+    """The posts of a file as a list, its checksum and each post's pre-processed text (by post id).
 
-    Kept per process, keyed by the file's size and time stamp: a benchmark builds many tasks on one file.
+    The list-based reading the task did before tasks.forum.post_table: kept as a reference for tests.
+    Kept per process, keyed by the file's size and time stamp.
     """
     stat = Path(path).stat()
     return _read_and_clean(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)

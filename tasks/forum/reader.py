@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.errors import DataError
@@ -23,14 +24,25 @@ def find_posts_file(data_dir: Path) -> Path:
 def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
     """All posts of a posts file, in file order, and the file's checksum.
 
+    Every post as a Python object: fine for the 10^5 posts of a test or a small corpus; a corpus of
+    10^7 posts is read through tasks.forum.post_table (Arrow, memory-mapped, cached by checksum),
+    which validates with the same rules (`iter_forum_posts`).
+    """
+    path = Path(path)
+    posts = list(iter_forum_posts(path))
+    return posts, sha256_files([path])
+
+
+def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
+    """The posts of a posts file, in file order, each validated as it is read.
+
     Each line needs post_id, author, market, subforum, thread_id (strings), created (integer
     Unix seconds) and text (a string, possibly empty: the tasks decide what an empty post means);
     parent_id may be null and kind defaults to "comment". Duplicate post ids are an error, and so are
     a `created` of NaN or Infinity and an id or label holding a lone surrogate (see `require_field`); the text
-    may hold one, as a PAN problem's text may.
+    may hold one, as a PAN problem's text may. The first fault raises a DataError naming file, line and field.
     """
     path = Path(path)
-    posts: list[ForumPost] = []
     first_line: dict[str, int] = {}
     for line, obj in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
         post_id = require_field(obj, "post_id", str, path, line)
@@ -53,20 +65,17 @@ def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
         if not isinstance(kind, str):
             raise DataError(f"expected str, got {type(kind).__name__}", path=path, line=line, field="kind")
         check_text(kind, path, line, "kind")
-        posts.append(
-            ForumPost(
-                post_id=post_id,
-                author=_non_empty(obj, "author", path, line),
-                market=_non_empty(obj, "market", path, line),
-                subforum=_non_empty(obj, "subforum", path, line),
-                thread_id=_non_empty(obj, "thread_id", path, line),
-                parent_id=parent,
-                kind=kind,
-                created=int(created),
-                text=require_field(obj, "text", str, path, line, free_text=True),
-            )
+        yield ForumPost(
+            post_id=post_id,
+            author=_non_empty(obj, "author", path, line),
+            market=_non_empty(obj, "market", path, line),
+            subforum=_non_empty(obj, "subforum", path, line),
+            thread_id=_non_empty(obj, "thread_id", path, line),
+            parent_id=parent,
+            kind=kind,
+            created=int(created),
+            text=require_field(obj, "text", str, path, line, free_text=True),
         )
-    return posts, sha256_files([path])
 
 
 def _non_empty(obj: dict, field: str, path: Path, line: int) -> str:

@@ -1,0 +1,372 @@
+"""Forum posts at scale: a posts file as a memory-mapped Arrow table (HF `datasets`), cached by checksum.
+
+`open_post_table(path)` reads `posts.jsonl[.gz]` once, validating every line with the rules of
+tasks.forum.reader (`iter_forum_posts`: the same one-line errors naming file, line and field), and
+saves it with `datasets`' `save_to_disk` in parts of PART_ROWS posts under
+`$HARNESS_CACHE_DIR/posts/<sha256 of the file>` (default `~/.cache/harness/posts/...`). The parts are
+written to a staging folder beside it and renamed into place with a completion marker, so a crash
+leaves no half cache and concurrent builders are safe (the first rename wins, the others discard their
+copy). Later calls memory-map the parts (`load_from_disk`): a corpus of 10^7 posts opens in seconds and
+holds in memory only the columns asked for.
+
+A `PostTable` gives columns as numpy arrays (`created`, and market/author/subforum/thread_id as int64
+codes into a sorted string table), and materialises ForumPosts and texts only for the rows asked for
+(`post`, `posts`, `texts`, `PostRows`): never one Python object per post of the corpus.
+
+`datasets` and `pyarrow` are imported inside functions: the CLI starts without them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+
+from harness.errors import DataError
+from harness.files import staging_folder, write_json
+from tasks.forum.reader import iter_forum_posts
+from tasks.forum.records import ForumPost
+
+CACHE_VARIABLE = "HARNESS_CACHE_DIR"
+FORMAT_VERSION = 1  # of the cache folder's layout; a marker of another version is rebuilt
+COMPLETE_NAME = "complete.json"  # written last, inside the staging folder: a folder without it is never used
+PART_ROWS = 1 << 18  # posts per saved part: bounds the memory of the conversion
+CODED_FIELDS = ("market", "author", "subforum", "thread_id")
+STAGING_SUFFIX = ".partial"
+_BLOCK = 8192  # rows fetched from Arrow at a time when iterating
+_FEW = 8  # rows per chunk below which rows are read one by one rather than by a take per chunk
+CLEANED_KEPT = 1 << 19  # pre-processed texts a table keeps (the real corpus: all of them)
+
+
+def cache_root() -> Path:
+    """`$HARNESS_CACHE_DIR`, else `~/.cache/harness`."""
+    root = os.environ.get(CACHE_VARIABLE)
+    return Path(root) if root else Path.home() / ".cache" / "harness"
+
+
+def posts_cache_folder(content_sha256: str) -> Path:
+    """Where the Arrow copy of a posts file with this content (sha256 hex of its bytes) lives."""
+    return cache_root() / "posts" / content_sha256
+
+
+def file_digests(path: Path) -> tuple[str, str]:
+    """(sha256 hex of the file's bytes, its checksum as harness.files.sha256_files gives it), in one read."""
+    path = Path(path)
+    content = hashlib.sha256()
+    named = hashlib.sha256(path.name.encode("utf-8") + b"\0")
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                content.update(block)
+                named.update(block)
+    except FileNotFoundError:
+        raise DataError("file not found", path=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc})", path=path) from None
+    named.update(b"\0")
+    return content.hexdigest(), "sha256:" + named.hexdigest()
+
+
+def open_post_table(path: Path) -> PostTable:
+    """The posts of `path` as a PostTable, converted on first use and memory-mapped from the cache after."""
+    path = Path(path)
+    content, checksum = file_digests(path)
+    folder = posts_cache_folder(content)
+    if _read_marker(folder) is None:
+        _convert(path, folder)
+    return PostTable(folder, source=path, checksum=checksum)
+
+
+def _read_marker(folder: Path) -> dict | None:
+    """The completion marker of a cache folder, or None where the folder is missing, partial or of another format."""
+    try:
+        marker = json.loads((folder / COMPLETE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("format") != FORMAT_VERSION:
+        return None
+    parts = marker.get("parts")
+    if not isinstance(parts, list) or not all(isinstance(p, str) and (folder / p).is_dir() for p in parts):
+        return None
+    return marker
+
+
+def _convert(path: Path, folder: Path) -> None:
+    """One validating pass over `path`, saved in parts to a staging folder, then renamed to `folder`."""
+    import datasets
+
+    staging = staging_folder(folder, STAGING_SUFFIX)
+    try:
+        parts: list[str] = []
+        rows = 0
+        with _quiet_datasets():
+            for number, batch in enumerate(_batches(iter_forum_posts(path), PART_ROWS)):
+                name = f"part-{number:05d}"
+                datasets.Dataset(_arrow_table(batch)).save_to_disk(str(staging / name))
+                parts.append(name)
+                rows += len(batch)
+        write_json(staging / COMPLETE_NAME, {"format": FORMAT_VERSION, "rows": rows, "parts": parts})
+        _install(staging, folder)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _install(staging: Path, folder: Path) -> None:
+    """Rename the finished `staging` to `folder`; a complete folder already there wins, a partial one is replaced.
+
+    Under a lock beside the folder, so one builder never removes what another just installed.
+    """
+    from filelock import FileLock
+
+    with FileLock(str(folder.parent / f".{folder.name}.lock")):
+        if _read_marker(folder) is not None:
+            return  # another builder finished first: its copy holds the same posts
+        if folder.exists():  # a partial or outdated folder (a crash before the rename, an older format)
+            aside = staging_folder(folder, ".stale")
+            os.rename(folder, aside / "old")
+            shutil.rmtree(aside, ignore_errors=True)
+        os.rename(staging, folder)
+
+
+def _batches(posts: Iterable[ForumPost], size: int) -> Iterator[list[ForumPost]]:
+    batch: list[ForumPost] = []
+    for post in posts:
+        batch.append(post)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    types = {"created": pa.int64()}
+    return pa.schema([(field, types.get(field, pa.string())) for field in ForumPost._fields])
+
+
+def _arrow_table(posts: list[ForumPost]) -> Any:
+    import pyarrow as pa
+
+    schema = _schema()
+    columns = list(zip(*posts, strict=True))
+    return pa.table([pa.array(column, type=schema.field(i).type) for i, column in enumerate(columns)], schema=schema)
+
+
+@contextlib.contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """No tqdm bars of `datasets` while saving or loading (progress goes through harness.progress)."""
+    import datasets
+
+    enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if enabled:
+            datasets.enable_progress_bars()
+
+
+class PostTable:
+    """The posts of one file, memory-mapped from the Arrow cache, in file order (row i = the file's i-th post)."""
+
+    def __init__(self, folder: Path, *, source: Path, checksum: str) -> None:
+        import datasets
+        import pyarrow as pa
+
+        marker = _read_marker(folder)
+        if marker is None:
+            raise DataError("not a complete posts cache (no completion marker)", path=folder)
+        self.folder = Path(folder)
+        self.source = Path(source)
+        self.checksum = checksum  # of the source file, as harness.files.sha256_files gives it
+        with _quiet_datasets():
+            self._datasets = [datasets.load_from_disk(str(self.folder / part)) for part in marker["parts"]]
+        self._table = pa.concat_tables([d.data.table for d in self._datasets])
+        if self._table.num_rows != marker["rows"]:
+            raise DataError(f"expected {marker['rows']} posts, found {self._table.num_rows}", path=folder)
+        self._codes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
+        self._created: np.ndarray | None = None
+        self._cleaned: OrderedDict[int, str] = OrderedDict()
+        self._chunk_index: dict[str, tuple[list, np.ndarray]] = {}
+
+    def __reduce__(self) -> tuple:
+        return (_reopen, (str(self.folder), str(self.source), self.checksum))
+
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    def __repr__(self) -> str:
+        return f"PostTable({self.source.name}: {len(self)} posts, cache {self.folder})"
+
+    # -- columns -------------------------------------------------------------------------------------
+
+    @property
+    def created(self) -> np.ndarray:
+        """Unix seconds of every post (int64, read-only)."""
+        if self._created is None:
+            created = np.asarray(self._table.column("created").to_numpy(), dtype=np.int64)
+            created.flags.writeable = False
+            self._created = created
+        return self._created
+
+    def codes(self, field: str) -> np.ndarray:
+        """Every post's value of a string field (market, author, subforum, thread_id) as an int64 code into `names`."""
+        return self._coded(field)[0]
+
+    def names(self, field: str) -> tuple[str, ...]:
+        """The distinct values of a coded field, sorted: code k stands for names(field)[k]."""
+        return self._coded(field)[1]
+
+    def _coded(self, field: str) -> tuple[np.ndarray, tuple[str, ...]]:
+        if field not in CODED_FIELDS:
+            raise ValueError(f"{field!r} is not one of the coded fields {CODED_FIELDS}")
+        if field not in self._codes:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            column = self._table.column(field)
+            names = tuple(sorted(pc.unique(column).to_pylist()))
+            indices = pc.index_in(column, value_set=pa.array(names, type=pa.string()))
+            codes = np.asarray(indices.to_numpy(), dtype=np.int64)
+            codes.flags.writeable = False
+            self._codes[field] = (codes, names)
+        return self._codes[field]
+
+    def values(self, field: str, rows: Sequence[int] | np.ndarray) -> list:
+        """The values of one field at the given rows, in their order, as Python objects."""
+        import pyarrow as pa
+
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(rows) == 0:
+            return []
+        if rows.min() < 0 or rows.max() >= len(self):
+            raise IndexError(f"row out of range 0..{len(self) - 1}")
+        chunks, starts = self._chunks(field)
+        which = np.searchsorted(starts, rows, side="right") - 1
+        order = np.argsort(which, kind="stable")
+        bounds = np.flatnonzero(np.diff(which[order])) + 1
+        if len(rows) < _FEW * (len(bounds) + 1):  # a few rows per chunk: read them one by one
+            return [chunks[k][row - starts[k]].as_py() for k, row in zip(which.tolist(), rows.tolist(), strict=True)]
+        # take from each memory-mapped chunk on its own: a take on the whole column would copy all its chunks
+        groups = np.split(order, bounds)
+        out: list = [None] * len(rows)
+        for group in groups:
+            k = int(which[group[0]])
+            taken = chunks[k].take(pa.array(rows[group] - starts[k])).to_pylist()
+            for i, value in zip(group.tolist(), taken, strict=True):
+                out[i] = value
+        return out
+
+    def _chunks(self, field: str) -> tuple[list, np.ndarray]:
+        """A column's Arrow chunks and the first row of each."""
+        if field not in self._chunk_index:
+            column = self._table.column(field)
+            lengths = np.fromiter((len(c) for c in column.chunks), dtype=np.int64, count=column.num_chunks)
+            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+            self._chunk_index[field] = (column.chunks, starts)
+        return self._chunk_index[field]
+
+    # -- posts -----------------------------------------------------------------------------------------
+
+    def posts(self, rows: Sequence[int] | np.ndarray) -> list[ForumPost]:
+        """The ForumPosts at the given rows, in their order."""
+        columns = [self.values(field, rows) for field in ForumPost._fields]
+        return [ForumPost(*values) for values in zip(*columns, strict=True)]
+
+    def post(self, row: int) -> ForumPost:
+        """The ForumPost at one row."""
+        return self.posts([_row_index(row, len(self))])[0]
+
+    def texts(self, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """The raw texts at the given rows, in their order."""
+        return self.values("text", rows)
+
+    def cleaned_texts(self, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """The pre-processed texts (tasks.forum.preprocess.clean_post) at the given rows, in their order.
+
+        The last CLEANED_KEPT are kept: a split's episodes are read several times (embedding, evaluation).
+        """
+        from tasks.forum.preprocess import clean_post
+
+        kept = self._cleaned
+        rows = [int(r) for r in rows]
+        found = {r: kept[r] for r in dict.fromkeys(rows) if r in kept}
+        missing = [r for r in dict.fromkeys(rows) if r not in found]
+        if missing:  # the texts not cleaned yet, fetched in one go
+            for row, text in zip(missing, self.texts(missing), strict=True):
+                found[row] = kept[row] = clean_post(text)
+                if len(kept) > CLEANED_KEPT:
+                    kept.popitem(last=False)  # the oldest first (O(1): a dict's first key is not, once many went)
+        return [found[r] for r in rows]
+
+
+def _reopen(folder: str, source: str, checksum: str) -> PostTable:
+    return PostTable(Path(folder), source=Path(source), checksum=checksum)
+
+
+def _row_index(index: int, length: int) -> int:
+    index = int(index)
+    if index < 0:
+        index += length
+    if not 0 <= index < length:
+        raise IndexError("row out of range")
+    return index
+
+
+class PostRows(Sequence[ForumPost]):
+    """A read-only sequence of a PostTable's posts at the given rows: each ForumPost is made when accessed."""
+
+    def __init__(self, table: PostTable, rows: np.ndarray) -> None:
+        self.table = table
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.rows.flags.writeable = False
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> ForumPost: ...
+    @overload
+    def __getitem__(self, index: slice) -> PostRows: ...
+    def __getitem__(self, index: int | slice) -> ForumPost | PostRows:
+        if isinstance(index, slice):
+            return PostRows(self.table, self.rows[index])
+        return self.table.posts([self.rows[_row_index(index, len(self))]])[0]
+
+    def __iter__(self) -> Iterator[ForumPost]:
+        for start in range(0, len(self.rows), _BLOCK):
+            yield from self.table.posts(self.rows[start : start + _BLOCK])
+
+    def __eq__(self, other: object) -> bool:
+        return _sequences_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Sequence[ForumPost]) -> tuple[ForumPost, ...]:
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other: Sequence[ForumPost]) -> tuple[ForumPost, ...]:
+        return tuple(other) + tuple(self)
+
+    def __repr__(self) -> str:
+        return f"PostRows({len(self)} posts of {self.table!r})"
+
+
+def _sequences_equal(left: Sequence, other: object) -> bool:
+    """Element-wise equality with any sequence (a tuple, a list, another lazy sequence), as a tuple compares."""
+    if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+        return NotImplemented
+    if len(left) != len(other):
+        return False
+    return all(a == b for a, b in zip(left, other, strict=True))
