@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import pickle
+import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -146,6 +148,19 @@ def test_a_partial_cache_folder_is_rebuilt(tmp_path: Path, cache_dir: Path):
     # a marker of another format version counts as partial too
     (folder / COMPLETE_NAME).write_text(json.dumps({"format": 0, "rows": 6, "parts": ["part-00000"]}))
     assert open_post_table(path).post(0) == read_forum_posts(path)[0][0]
+
+
+def test_a_conversion_removes_staging_folders_left_by_a_killed_one(tmp_path: Path, cache_dir: Path):
+    path = write(tmp_path / "posts.jsonl", small_posts())
+    folder = post_table.posts_cache_folder(file_digests(path)[0])
+    old = post_table.staging_folder(folder, post_table.STAGING_SUFFIX)  # as a conversion killed two days ago
+    (old / "part-00000").mkdir()
+    two_days_ago = time.time() - 2 * 24 * 3600
+    os.utime(old, (two_days_ago, two_days_ago))
+    running = post_table.staging_folder(folder, post_table.STAGING_SUFFIX)  # as one running now elsewhere
+    open_post_table(path)
+    assert not old.exists() and running.is_dir()
+    assert sorted(cache_entries(cache_dir)) == sorted([folder.name, running.name])
 
 
 def test_a_second_builder_keeps_the_first_ones_cache(tmp_path: Path, cache_dir: Path):

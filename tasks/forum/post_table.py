@@ -31,7 +31,7 @@ from typing import Any, overload
 import numpy as np
 
 from harness.errors import DataError
-from harness.files import staging_folder, write_json
+from harness.files import find_temporaries, staging_folder, write_json
 from tasks.forum.reader import iter_forum_posts
 from tasks.forum.records import ForumPost
 
@@ -41,6 +41,7 @@ COMPLETE_NAME = "complete.json"  # written last, inside the staging folder: a fo
 PART_ROWS = 1 << 18  # posts per saved part: bounds the memory of the conversion
 CODED_FIELDS = ("market", "author", "subforum", "thread_id")
 STAGING_SUFFIX = ".partial"
+STALE_AFTER_S = 24 * 3600  # a staging folder untouched this long was left by a killed conversion
 _BLOCK = 8192  # rows fetched from Arrow at a time when iterating
 _FEW = 8  # rows per chunk below which rows are read one by one rather than by a take per chunk
 CLEANED_KEPT = 1 << 19  # pre-processed texts a table keeps (the real corpus: all of them)
@@ -103,6 +104,7 @@ def _convert(path: Path, folder: Path) -> None:
     """One validating pass over `path`, saved in parts to a staging folder, then renamed to `folder`."""
     import datasets
 
+    _sweep_stale_staging(folder)
     staging = staging_folder(folder, STAGING_SUFFIX)
     try:
         parts: list[str] = []
@@ -118,6 +120,20 @@ def _convert(path: Path, folder: Path) -> None:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _sweep_stale_staging(folder: Path) -> None:
+    """Remove the staging folders of `folder` that a killed conversion left (untouched for STALE_AFTER_S).
+
+    A younger one may belong to a conversion running now, in this or another process: it is kept.
+    """
+    import time
+
+    leftovers = find_temporaries(folder.parent, [(folder.name, STAGING_SUFFIX), (folder.name, ".stale")])
+    for entry in leftovers:
+        with contextlib.suppress(OSError):
+            if time.time() - entry.stat().st_mtime > STALE_AFTER_S:
+                shutil.rmtree(entry, ignore_errors=True)
 
 
 def _install(staging: Path, folder: Path) -> None:
