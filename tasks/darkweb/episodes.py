@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple, overload
 import numpy as np
 
 from tasks.darkweb.records import Episode, EpisodePost
+from tasks.forum.post_table import LazyRows
 from tasks.forum.preprocess import clean_post
 from tasks.forum.records import ForumPost
 
@@ -193,7 +194,7 @@ def episode_index(
 _BLOCK = 2048  # episodes made at a time when iterating
 
 
-class EpisodeRows(Sequence[Episode]):
+class EpisodeRows(LazyRows[Episode]):
     """A read-only sequence of the Episodes of an EpisodeIndex over a PostTable, each made when it is read.
 
     A post's text is its pre-processed text (tasks.forum.preprocess.clean_post); the person is the
@@ -271,17 +272,9 @@ class EpisodeRows(Sequence[Episode]):
             and all(np.array_equal(a, b) for a, b in zip(self.index, other.index, strict=True))
         ):
             return True  # the same rows of the same table: no need to make the episodes
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
-
-    def __add__(self, other: Sequence[Episode]) -> tuple[Episode, ...]:
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other: Sequence[Episode]) -> tuple[Episode, ...]:
-        return tuple(other) + tuple(self)
+    __hash__ = None  # type: ignore[assignment]  # defining __eq__ would otherwise reset it
 
     def __repr__(self) -> str:
         return f"EpisodeRows({len(self)} {self.split} episodes of {self.table!r})"

@@ -26,7 +26,7 @@ import shutil
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -44,6 +44,7 @@ STAGING_SUFFIX = ".partial"
 STALE_AFTER_S = 24 * 3600  # a staging folder untouched this long was left by a killed conversion
 _BLOCK = 8192  # rows fetched from Arrow at a time when iterating
 _FEW = 8  # rows per chunk below which rows are read one by one rather than by a take per chunk
+_Item = TypeVar("_Item")
 CLEANED_KEPT = 1 << 19  # pre-processed texts a table keeps (the real corpus: all of them)
 
 
@@ -340,7 +341,25 @@ def _row_index(index: int, length: int) -> int:
     return index
 
 
-class PostRows(Sequence[ForumPost]):
+class LazyRows(Sequence[_Item]):
+    """What the lazy sequences of a PostTable share: they compare equal to any sequence of the same items, as a
+    tuple does, are unhashable like a list, and `+` makes a tuple (callers join splits that way)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Sequence[_Item]) -> tuple[_Item, ...]:
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other: Sequence[_Item]) -> tuple[_Item, ...]:
+        return tuple(other) + tuple(self)
+
+
+class PostRows(LazyRows[ForumPost]):
     """A read-only sequence of a PostTable's posts at the given rows: each ForumPost is made when accessed."""
 
     def __init__(self, table: PostTable, rows: np.ndarray) -> None:
@@ -364,25 +383,5 @@ class PostRows(Sequence[ForumPost]):
         for start in range(0, len(self.rows), _BLOCK):
             yield from self.table.posts(self.rows[start : start + _BLOCK])
 
-    def __eq__(self, other: object) -> bool:
-        return _sequences_equal(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __add__(self, other: Sequence[ForumPost]) -> tuple[ForumPost, ...]:
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other: Sequence[ForumPost]) -> tuple[ForumPost, ...]:
-        return tuple(other) + tuple(self)
-
     def __repr__(self) -> str:
         return f"PostRows({len(self)} posts of {self.table!r})"
-
-
-def _sequences_equal(left: Sequence, other: object) -> bool:
-    """Element-wise equality with any sequence (a tuple, a list, another lazy sequence), as a tuple compares."""
-    if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-        return NotImplemented
-    if len(left) != len(other):
-        return False
-    return all(a == b for a, b in zip(left, other, strict=True))
