@@ -7,7 +7,8 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.metrics.ranking import ranking_scores
-from toolkit.retrieval import rank_of_first_match, similarity, system_metric
+from toolkit.nearest import first_match_ranks
+from toolkit.retrieval import similarity, system_metric
 
 
 def brute_ranks(emb: np.ndarray, labels: np.ndarray, metric: str) -> list[int]:
@@ -37,7 +38,7 @@ def test_first_match_ranks_agree_with_a_loop(metric):
     rng = np.random.default_rng(3)
     emb = rng.normal(size=(60, 5)).astype(np.float32)
     labels = rng.integers(0, 12, size=60)
-    ranks = rank_of_first_match(emb, labels, emb, labels, metric=metric, query_item_index=np.arange(60))
+    ranks = first_match_ranks(emb, labels, emb, labels, metric, exclude=np.arange(60))
     assert ranks.tolist() == brute_ranks(emb, labels, metric)
 
 
@@ -45,7 +46,7 @@ def test_query_is_excluded_by_index_not_by_value():
     emb = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     labels = ["a", "a", "b"]
     # item 1 is an exact duplicate of query 0 and by the same author: it must still count
-    ranks = rank_of_first_match(emb, labels, emb, labels, query_item_index=[0, 1, 2])
+    ranks = first_match_ranks(emb, labels, emb, labels, exclude=[0, 1, 2])
     assert ranks.tolist() == [1, 1, 0]
     scores = ranking_scores(ranks, ("mrr", "recall_at_1"))
     assert scores["mrr"] == 1.0 and scores["queries"] == 2.0 and scores["queries_without_match"] == 1.0

@@ -1,4 +1,4 @@
-"""Shared machinery for embedding tasks: the metric a system asks for, similarity of embeddings, first-match ranks.
+"""Shared machinery for embedding tasks: the metric a system asks for and the similarity of embeddings.
 
 Scores are similarities (higher = more alike): cosine, or the negative Euclidean distance.
 Every function here is exact; nothing is approximated for speed. Search over many candidates (top k,
@@ -8,7 +8,6 @@ scores. The measures computed from the ranks (MRR, R@k, ...) are harness.metrics
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -59,26 +58,3 @@ def similarity(queries: Any, items: Any, *, metric: str = "cosine") -> np.ndarra
         return unit_rows(q) @ unit_rows(x).T
     squared = (q**2).sum(1)[:, None] + (x**2).sum(1)[None, :] - 2.0 * (q @ x.T)
     return -np.sqrt(np.maximum(squared, 0.0))
-
-
-def rank_of_first_match(
-    query_embeddings: Any,
-    query_labels: Sequence[Any],
-    item_embeddings: Any,
-    item_labels: Sequence[Any],
-    *,
-    metric: str = "cosine",
-    query_item_index: Any = None,
-) -> np.ndarray:
-    """For each query, the 1-based rank of the first item with the query's label (0 where none).
-
-    `query_item_index[i]` is the index among the items of query i itself (-1 if it is not an
-    item): it is excluded by index, so identical duplicates elsewhere still count. Ties are
-    ranked pessimistically (see harness.metrics.ranking). Computed by toolkit.nearest, in chunks,
-    on a GPU where the search is large enough to gain from one.
-    """
-    from toolkit.nearest import first_match_ranks  # nearest builds on this module's scores
-
-    return first_match_ranks(
-        query_embeddings, query_labels, item_embeddings, item_labels, metric, exclude=query_item_index
-    )

@@ -51,7 +51,6 @@ from harness.progress import Progress
 from harness.task import Evaluation
 from tasks.darkweb.records import Episode
 from toolkit.nearest import first_match_ranks
-from toolkit.retrieval import rank_of_first_match
 
 KS = (1, 2, 5, 10)
 MEASURES = ("mrr", *(f"recall_at_{k}" for k in KS))  # reported per market, migrant pair and pooled
@@ -118,13 +117,13 @@ def evaluate_embeddings(
             continue
         if threads is None:
             position = {int(item): k for k, item in enumerate(items)}
-            ranks = rank_of_first_match(
+            ranks = first_match_ranks(
                 emb[chosen],
                 authors[chosen],
                 emb[items],
                 authors[items],
-                metric=metric,
-                query_item_index=[position[int(q)] for q in chosen],
+                metric,
+                exclude=[position[int(q)] for q in chosen],
             )
             within.update(len(chosen))
         else:
@@ -159,7 +158,7 @@ def evaluate_embeddings(
             chosen = sample_queries(candidates, query_sample, query_seed)
             items = np.flatnonzero(markets == target)
             if threads is None:
-                ranks = rank_of_first_match(emb[chosen], persons[chosen], emb[items], persons[items], metric=metric)
+                ranks = first_match_ranks(emb[chosen], persons[chosen], emb[items], persons[items], metric)
                 linking.update(len(chosen))
             else:
                 ranks, rule = _thread_disjoint_ranks(
