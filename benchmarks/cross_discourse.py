@@ -11,6 +11,7 @@ runs and sets that exist under --out are kept. `--scale` instead builds 100,000 
 them, with time and peak memory of both steps.
 
     python benchmarks/cross_discourse.py [--out runs/bench-cross-discourse] [--seeds 0 1 2] [--systems ...]
+        [--param SYSTEM:KEY=VALUE ...]
     python benchmarks/cross_discourse.py --scale [--out runs/bench-pairs-scale]
 """
 
@@ -25,8 +26,16 @@ import sys
 import time
 from pathlib import Path
 from statistics import mean, stdev
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from verification_pan import parse_params  # noqa: E402  (this folder is the script's path entry)
+
+from harness.data_location import DataLocation  # noqa: E402
+from harness.runner import run_folder  # noqa: E402
+
 SYSTEMS = ("length_ratio", "cngdist", "tfidf", "compressor", "pair_features", "impostors", "unmasking", "stacked",
            "char_lm", "siamese_bilstm")  # fmt: skip
 CMCC_PATTERN = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt"
@@ -85,22 +94,24 @@ def build_set(name: str, seed: int, args: argparse.Namespace) -> Path:
 def run_system(system: str, data: Path, seed: int, args: argparse.Namespace) -> dict | None:
     """The run's result.json with its time and memory, or None when it ran past --timeout."""
     runs = args.out / "runs"
-    found = sorted(runs.glob(f"pan23/{data.name}/{system}/seed-{seed}/result.json"))
-    record = runs / f"{data.name}-{system}-seed{seed}.bench.json"
-    if found and record.is_file():
-        return {**json.loads(found[0].read_text(encoding="utf-8")), "bench": json.loads(record.read_text())}
+    params: dict[str, Any] = args.params.get(system, {})
+    result = run_folder(runs, "pan23", system, seed, params, data=DataLocation(data)) / "result.json"
+    record = runs / f"{data.name}-{result.parent.parent.name}-seed{seed}.bench.json"  # the name has params' hash
+    if result.is_file() and record.is_file():
+        return {**json.loads(result.read_text(encoding="utf-8")), "bench": json.loads(record.read_text())}
     earlier = json.loads(record.read_text()) if record.is_file() else {}
     if earlier.get("timed_out") or earlier.get("failed") or args.collect:
         return None  # ran past --timeout or failed before, or only collecting what exists
     runs.mkdir(parents=True, exist_ok=True)
     command = harness("run", "--system", system, "--task", "pan23", "--data", data, "--seed", seed, "--out", runs)
-    figures = timed(command, runs / f"{data.name}-{system}-seed{seed}.log", args.timeout)
+    for key, value in params.items():
+        command += ["--param", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    figures = timed(command, record.with_suffix("").with_suffix(".log"), args.timeout)
     record.write_text(json.dumps(figures), encoding="utf-8")
     print(f"  {data.name} {system}: {figures}", file=sys.stderr, flush=True)
     if figures.get("timed_out") or figures.get("failed"):
         return None
-    (path,) = runs.glob(f"pan23/{data.name}/{system}/seed-{seed}/result.json")
-    return {**json.loads(path.read_text(encoding="utf-8")), "bench": figures}
+    return {**json.loads(result.read_text(encoding="utf-8")), "bench": figures}
 
 
 def mean_sd(values: list[float]) -> str:
@@ -110,7 +121,7 @@ def mean_sd(values: list[float]) -> str:
     return f"{mean(values):.3f}" + (f" ± {stdev(values):.3f}" if len(values) > 1 else "")
 
 
-def summary(name: str, results: dict[str, list[dict]]) -> list[str]:
+def summary(name: str, results: dict[str, list[dict]], params: dict[str, dict[str, Any]]) -> list[str]:
     """A table of the measures (mean ± sd over seeds) and one of `overall` per discourse-type pair."""
     lines = [f"### {name}", "", "| system | seeds | " + " | ".join(MEASURES) + " | fit+answer s | peak MB |"]
     lines.append("|---|---:|" + "---:|" * (len(MEASURES) + 2))
@@ -121,13 +132,14 @@ def summary(name: str, results: dict[str, list[dict]]) -> list[str]:
                 if key.endswith("/problems"):
                     pair_types[key.split("/")[0]] = int(value)
     for system, runs in results.items():
+        label = system + "".join(f" {k}={json.dumps(v)}" for k, v in params.get(system, {}).items())
         if not runs:
-            lines.append(f"| {system} | 0 | " + " | ".join("-" for _ in MEASURES) + " | not run or past --timeout | |")
+            lines.append(f"| {label} | 0 | " + " | ".join("-" for _ in MEASURES) + " | not run or past --timeout | |")
             continue
         cells = [mean_sd([run["scores"][m] for run in runs]) for m in MEASURES]
         wall = mean(run["bench"]["wall_s"] for run in runs)
         peak = max(run["bench"]["peak_mb"] for run in runs)
-        lines.append(f"| {system} | {len(runs)} | " + " | ".join(cells) + f" | {wall:.0f} | {peak:.0f} |")
+        lines.append(f"| {label} | {len(runs)} | " + " | ".join(cells) + f" | {wall:.0f} | {peak:.0f} |")
     if len(pair_types) > 1:
         lines += ["", "`overall` per discourse-type pair (test problems of seed 0 in brackets):", ""]
         types = sorted(pair_types)
@@ -163,7 +175,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take")
     parser.add_argument("--scale", action="store_true", help="the 100,000-pair build and cngdist run only")
     parser.add_argument("--collect", action="store_true", help="summarise the runs under --out; run nothing")
+    parser.add_argument(
+        "--param", action="append", default=[], help="SYSTEM:KEY=VALUE, a system parameter as `harness run --param`"
+    )
     args = parser.parse_args()
+    args.params = parse_params(args.param)
     args.out = args.out or REPO_ROOT / "runs" / ("bench-pairs-scale" if args.scale else "bench-cross-discourse")
     args.out = args.out.resolve()
     if args.scale:
@@ -177,7 +193,7 @@ def main() -> None:
             results[name][system] = [run for run in runs if run is not None]
         lines = ["## Cross-discourse verification (harness pairs sets)", ""]
         for name in args.sets:
-            lines += summary(f"{name} ({', '.join(s.name for s in sets[name].values())})", results[name])
+            lines += summary(f"{name} ({', '.join(s.name for s in sets[name].values())})", results[name], args.params)
         (args.out / "summary.md").write_text("\n".join(lines), encoding="utf-8")  # rewritten after each system
     print("\n".join(lines))
 

@@ -18,9 +18,10 @@ How this system uses it (one head per distinct set of known texts, i.e. per prob
    the heads of new problems' authors at predict time, so training and test scores are made alike.
 3. score: for problem i with unknown text u and its author's head a,
    d_i = mean over reference heads h of [CE(u, h) - bias(h)] - [CE(u, a) - bias(a)],
-   where the reference heads are the training authors' heads that share no text with the problem and
-   bias(h) is head h's mean cross-entropy on reference texts (training unknown texts that share no
-   text with the head's problems): cross-entropies centred over texts and over heads, as Bagnall
+   where the reference heads are the training authors' heads that share no text with the problem
+   (with `max_reference_heads`, those of a seeded sample of that many training authors) and bias(h)
+   is head h's mean cross-entropy on reference texts (training unknown texts that share no text with
+   the head's problems): cross-entropies centred over texts and over heads, as Bagnall
    normalised each head's scores over the set. Positive d: the own head predicts u better than others.
 4. calibration: d -> probability by a logistic fit, then PAN's abstain band
    (`toolkit.calibration.fit_abstain_band`), both fitted on the training problems' d.
@@ -73,6 +74,10 @@ class CpuPreset:
     (Adam). max_text_chars: each text is cut to its first symbols (None: whole texts). window, warmup:
     scoring windows and the context read before each. head_rows (None: all), head_steps, head_lr,
     head_l2: fitting a head on frozen states. ref_chars, max_refs: the reference texts of head biases.
+    max_reference_heads (None: every training author's head): the heads an unknown text is compared with
+    are a seeded sample of this many training authors' heads. Scoring costs one pass per text and
+    reference head, so thousands of training authors (a `harness pairs` set) make it the run's main cost;
+    Bagnall's PAN 2015 sets had at most a few hundred authors, so a sample of that size keeps his scale.
     """
 
     name: ClassVar[str] = "cpu"
@@ -95,6 +100,7 @@ class CpuPreset:
     head_l2: float = 1e-3
     ref_chars: int = 2000
     max_refs: int = 200
+    max_reference_heads: int | None = None
 
     def __post_init__(self) -> None:
         if self.cell not in CELLS:
@@ -106,7 +112,7 @@ class CpuPreset:
         for field in ("epochs", "warmup", "head_steps"):
             if getattr(self, field) < 0:
                 raise ValueError(f"{field} must be >= 0, got {getattr(self, field)!r}")
-        for field in ("steps_per_epoch", "max_text_chars", "head_rows"):
+        for field in ("steps_per_epoch", "max_text_chars", "head_rows", "max_reference_heads"):
             value = getattr(self, field)
             if value is not None and value < 1:
                 raise ValueError(f"{field} must be positive or None, got {value!r}")
@@ -264,6 +270,7 @@ class CharLM:
             self._network = network
             self._refs, self._ref_keys = _references(train.problems, p.ref_chars, p.max_refs)
             self._heads = self._make_heads(train.problems, authors, device)
+            self._heads["reference"] = _reference_sample(len(authors.texts), p.max_reference_heads, seed)
             d = self._relative_entropies(train.problems, self._heads, device)
         from sklearn.linear_model import LogisticRegression
 
@@ -278,6 +285,7 @@ class CharLM:
             "history": history,
             "heads": len(authors.texts),
             "training_symbols": int(sum(len(t) for t in authors.texts)),
+            "reference_heads": len(self._heads["reference"]),
             "fit_cpu_seconds": round(time.process_time() - started, 1),
             "device": device,
         }
@@ -356,6 +364,7 @@ class CharLM:
         p = self.preset
         unknowns = [_encode(problem.texts[-1], p.max_text_chars) for problem in problems]
         states = self._states(unknowns, device)
+        reference = ref["reference"]
         d = np.zeros(len(problems))
         for i, (problem, (s, t)) in enumerate(zip(problems, states, strict=True)):
             if len(t) == 0:
@@ -368,8 +377,8 @@ class CharLM:
                 )[0]
                 - own["bias_on_refs"][head]
             )
-            allowed = np.array([not (keys & excluded) for excluded in ref["excluded"]], dtype=bool)
-            if not allowed.any():
+            allowed = reference[[not (keys & ref["excluded"][h]) for h in reference]]
+            if not len(allowed):
                 continue
             ce = cross_entropies(s, t, ref["weights"][allowed], ref["biases"][allowed], group=64, device=device)
             d[i] = float(np.mean(ce - ref["bias_on_refs"][allowed]) - own_ce)
@@ -419,6 +428,7 @@ class CharLM:
             "heads.bias_on_refs": heads["bias_on_refs"].astype(np.float64),
             "heads.init_weight": heads["init_weight"],
             "heads.init_bias": heads["init_bias"],
+            "heads.reference": heads["reference"],
             "refs.symbols": np.concatenate(self._refs) if self._refs else np.zeros(0, dtype=np.uint8),
             "refs.lengths": np.array([len(r) for r in self._refs], dtype=np.int64),
         }
@@ -474,6 +484,8 @@ class CharLM:
                 "of_problem": [],
                 "init_weight": arrays["heads.init_weight"],
                 "init_bias": arrays["heads.init_bias"],
+                # checkpoints written before the sample existed compared with every head
+                "reference": arrays.get("heads.reference", np.arange(len(weights))),
             }
             a, b = state["platt"]
             system._platt = (float(a), float(b))
@@ -532,6 +544,13 @@ def _authors(problems: Sequence[VerificationProblem], max_chars: int | None) -> 
         excluded[head].add(text_key(problem.texts[-1]))
         of_problem.append(head)
     return _Authors(texts, excluded, of_problem)
+
+
+def _reference_sample(heads: int, size: int | None, seed: int) -> np.ndarray:
+    """Indices of the reference heads, ascending: all `heads`, or a sample of `size` of them drawn with `seed`."""
+    if size is None or size >= heads:
+        return np.arange(heads)
+    return np.sort(np.random.default_rng([seed, heads]).choice(heads, size=size, replace=False))
 
 
 def _references(
