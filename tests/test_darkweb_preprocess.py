@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tasks.darkweb.task import _posts_with_texts
 from tasks.forum.preprocess import (
     IMAGE,
     LINK,
@@ -22,17 +21,18 @@ from tasks.forum.preprocess import (
     is_image_url,
     replace_pgp,
 )
+from tasks.forum.reader import read_forum_posts
 
 
 @pytest.fixture(scope="module")
 def real(forum_posts_file: Path) -> dict[str, str]:
-    posts, _, _ = _posts_with_texts(forum_posts_file)
+    posts, _ = read_forum_posts(forum_posts_file)
     return {p.post_id: p.text for p in posts}
 
 
 @pytest.fixture(scope="module")
-def cleaned(forum_posts_file: Path) -> dict[str, str]:
-    return _posts_with_texts(forum_posts_file)[2]  # clean_post of every post, as the task computed it
+def cleaned(real: dict[str, str]) -> dict[str, str]:
+    return {post_id: clean_post(text) for post_id, text in real.items()}  # what the task's episodes hold
 
 
 # (post id, expected cleaned text or its start) -- each a real post

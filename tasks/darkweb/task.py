@@ -26,8 +26,7 @@ from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embed
 from tasks.darkweb.records import DarkwebData, Episode
 from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
 from tasks.forum.post_table import PostRows, PostTable, open_post_table
-from tasks.forum.preprocess import clean_post
-from tasks.forum.reader import find_posts_file, read_forum_posts
+from tasks.forum.reader import find_posts_file
 from tasks.forum.records import ForumPost
 from toolkit.retrieval import system_metric
 
@@ -388,19 +387,3 @@ def _protocol(path: Path, size: int, mtime_ns: int, episode_length: int, min_pos
 def _post_table(path: Path, size: int, mtime_ns: int) -> PostTable:
     """The posts of a file as a memory-mapped table (cached on disk by checksum), kept per process."""
     return open_post_table(path)
-
-
-def _posts_with_texts(path: Path) -> tuple[list[ForumPost], str, dict[str, str]]:
-    """The posts of a file as a list, its checksum and each post's pre-processed text (by post id).
-
-    The list-based reading the task did before tasks.forum.post_table: kept as a reference for tests.
-    Kept per process, keyed by the file's size and time stamp.
-    """
-    stat = Path(path).stat()
-    return _read_and_clean(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)
-
-
-@lru_cache(maxsize=2)
-def _read_and_clean(path: Path, size: int, mtime_ns: int) -> tuple[list[ForumPost], str, dict[str, str]]:
-    posts, checksum = read_forum_posts(path)
-    return posts, checksum, {p.post_id: clean_post(p.text) for p in posts}
