@@ -159,6 +159,32 @@ def test_harness_predict_reloads_the_checkpoint_of_harness_run(tmp_path: Path) -
     run_and_predict("char_lm", pan15_text_disjoint_halves(tmp_path), tmp_path, params=TINY)
 
 
+def test_a_head_is_fitted_alike_whatever_heads_share_its_group() -> None:
+    """fit_heads groups samples by length; each head's fit must not depend on its group or its place in the
+    input: heads fitted one at a time equal heads fitted in groups of 3 from an unsorted input."""
+    import torch
+
+    from systems.char_lm.model import fit_heads
+
+    rng = np.random.default_rng(0)
+    hidden, vocab = 8, 5
+    lengths = [40, 3, 17, 1, 60, 9, 25]  # unsorted, so grouping by length reorders them
+    samples = [
+        (rng.normal(size=(n, hidden)).astype(np.float32), rng.integers(0, vocab, size=n).astype(np.int64))
+        for n in lengths
+    ]
+    init = {"init_weight": rng.normal(size=(hidden, vocab)).astype(np.float32),
+            "init_bias": np.zeros(vocab, dtype=np.float32)}  # fmt: skip
+    settings = {"steps": 15, "lr": 0.05, "l2": 1e-3, "device": "cpu"}
+    torch.manual_seed(0)
+    grouped_w, grouped_b = fit_heads(samples, group=3, **init, **settings)
+    alone = [fit_heads([sample], group=1, **init, **settings) for sample in samples]
+    np.testing.assert_allclose(grouped_w, np.concatenate([w for w, _ in alone]), atol=1e-5)
+    np.testing.assert_allclose(grouped_b, np.concatenate([b for _, b in alone]), atol=1e-5)
+    # and the heads moved: each one fits its own sample (a check that would pass on untouched heads fails here)
+    assert all(np.abs(w - init["init_weight"]).max() > 1e-3 for w in grouped_w)
+
+
 def test_reference_sample_is_seeded_sorted_and_all_heads_without_a_cap() -> None:
     from systems.char_lm.system import _reference_sample
 

@@ -100,15 +100,19 @@ def fit_heads(
     """One softmax head per sample (states, targets) on frozen states: W = W0 + D, b = b0 + d, with
     Adam on the mean cross-entropy plus `l2` * |D|^2 (full batch, `steps` steps), `group` heads at once.
 
-    Rows are padded to the longest sample of a group and masked out of the loss.
+    Rows are padded to the longest sample of a group and masked out of the loss. Heads are independent
+    (each one's loss and Adam state are its own), so samples are grouped in order of length: with short texts
+    of very different lengths (forum posts), groups in the given order were mostly padding.
     """
     hidden, vocab = init_weight.shape
     weights = np.zeros((len(samples), hidden, vocab), dtype=np.float32)
     biases = np.zeros((len(samples), vocab), dtype=np.float32)
     w0 = torch.from_numpy(init_weight).to(device)
     b0 = torch.from_numpy(init_bias).to(device)
+    by_length = np.argsort([len(t) for _, t in samples], kind="stable")
     for first in range(0, len(samples), group):
-        chunk = samples[first : first + group]
+        members = by_length[first : first + group]
+        chunk = [samples[i] for i in members]
         rows = max(1, max(len(t) for _, t in chunk))
         states = torch.zeros(len(chunk), rows, hidden, device=device)
         targets = torch.zeros(len(chunk), rows, dtype=torch.long, device=device)
@@ -129,8 +133,8 @@ def fit_heads(
             loss.backward()
             optimizer.step()
         with torch.no_grad():
-            weights[first : first + len(chunk)] = (w0 + delta_w).cpu().numpy()
-            biases[first : first + len(chunk)] = (b0 + delta_b).cpu().numpy()
+            weights[members] = (w0 + delta_w).cpu().numpy()
+            biases[members] = (b0 + delta_b).cpu().numpy()
     return weights, biases
 
 
