@@ -80,7 +80,8 @@ def _merge(parts: list[VerificationData]) -> VerificationData:
         return parts[0]
     problems = tuple(p for part in parts for p in part.problems)
     truth = {k: v for part in parts for k, v in (part.truth or {}).items()}
-    return VerificationData(problems, truth, parts[0].source, "+".join(part.checksum for part in parts))
+    checksum = "+".join(part.checksum for part in parts)
+    return VerificationData(problems, truth, parts[0].source, checksum, parts[0].ranked_by)
 
 
 def _system(name: str, params: dict[str, Any]) -> Any:

@@ -45,10 +45,26 @@ class Answer(NamedTuple):
     value: float
 
 
+class RankingMeasure(NamedTuple):
+    """The measure a split's task ranks systems by, and the evaluator profile that defines it.
+
+    E.g. ("overall", "pan23") for PAN 2020-2023 data, ("auc_x_c_at_1", "pan23") for PAN 2013-2015 corpora:
+    a system that tunes a threshold can tune it for what it will be ranked by (`objective="task"`).
+    """
+
+    name: str
+    profile: str
+
+
 class VerificationData(NamedTuple):
-    """A loaded split: its problems, its truth (None in TIRA mode) and where it came from."""
+    """A loaded split: its problems, its truth (None in TIRA mode) and where it came from.
+
+    `ranked_by` is what the task that read the split ranks systems by (None where no task says: data made
+    in code).
+    """
 
     problems: tuple[VerificationProblem, ...]
     truth: Mapping[str, VerificationTruth] | None
     source: Path
     checksum: str  # sha256 over the files read, so a result names exactly the data it saw
+    ranked_by: RankingMeasure | None = None

@@ -75,6 +75,8 @@ from toolkit.calibration import (
     AbstainBand,
     band_from_state,
     band_grid,
+    band_objective,
+    check_objective,
     cross_fitted_folds,
     fit_abstain_band,
     objective_function,
@@ -351,7 +353,7 @@ class PairFeatures:
         trees: int = 1,
         calibration_folds: int = 5,
         grid_step: float = 0.01,
-        objective: str = "auc_x_c_at_1",
+        objective: str = "task",
     ) -> None:
         if min_samples_leaf < 1 or trees < 1 or calibration_folds < 2:
             raise ValueError(
@@ -359,7 +361,7 @@ class PairFeatures:
                 f"got {min_samples_leaf}, {trees}, {calibration_folds}"
             )
         band_grid(grid_step)  # refuse a bad step or objective now, not after the features are computed
-        objective_function(objective)
+        check_objective(objective)
         self.min_samples_leaf = min_samples_leaf
         self.trees = trees
         self.calibration_folds = calibration_folds
@@ -402,7 +404,7 @@ class PairFeatures:
             if best is None or key > best:
                 best, best_oof, chosen = key, oof, {"criterion": criterion, "max_depth": depth}
         assert best is not None
-        self._band = fit_abstain_band(best_oof, labels, step=self.grid_step, objective=self.objective)
+        self._band = fit_abstain_band(best_oof, labels, step=self.grid_step, **band_objective(self.objective, train))
         self._tree = self._fit_tree(x, labels, chosen["criterion"], chosen["max_depth"], seed)
         self._seed = seed
         self._chosen = chosen | {"cv_auc_x_c_at_1": best[0]} | info

@@ -57,9 +57,10 @@ from toolkit.calibration import (
     AbstainBand,
     band_from_state,
     band_grid,
+    band_objective,
+    check_objective,
     cross_fitted_scores,
     fit_abstain_band,
-    objective_function,
     training_labels,
 )
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
@@ -124,7 +125,7 @@ class Unmasking:
         svm_c: float = 1.0,
         calibration_folds: int = 5,
         grid_step: float = 0.01,
-        objective: str = "auc_x_c_at_1",
+        objective: str = "task",
     ) -> None:
         if chunk_size < 1 or min_chunks < 2 or max_chunks < min_chunks:
             raise ValueError(
@@ -135,7 +136,7 @@ class Unmasking:
                 "need features >= 1, rounds >= 3, removed >= 1, folds >= 2, svm_c > 0, calibration_folds >= 2"
             )
         band_grid(grid_step)  # refuse a bad step or objective now, not after the curves are computed
-        objective_function(objective)
+        check_objective(objective)
         self.chunk_size = chunk_size
         self.min_chunks = min_chunks
         self.max_chunks = max_chunks
@@ -249,7 +250,7 @@ class Unmasking:
             )
 
         oof, info = cross_fitted_scores(train.problems, fit_and_score, k=self.calibration_folds, seed=seed)
-        self._band = fit_abstain_band(oof, labels, step=self.grid_step, objective=self.objective)
+        self._band = fit_abstain_band(oof, labels, step=self.grid_step, **band_objective(self.objective, train))
         self._model = fit_standardised_logistic(x, labels, seed=seed, max_iter=1000)
         self._seed = seed
         self._calibration_info = info

@@ -298,7 +298,9 @@ def test_a_checkpoint_of_the_flat_format_loads_and_gives_the_same_answers(tmp_pa
     problems = [VerificationProblem(r["id"], tuple(r["texts"]), tuple(r["discourse_types"])) for r in rows]
     assert {system._route(p.discourse_types) for p in problems} == {"written", "oral", ENSEMBLE}
     # as before, to the last bits: a CPU with other vector kernels may round a float64 answer one ulp apart
-    assert [a.value for a in system.predict(problems)] == pytest.approx([r["answer"] for r in rows], abs=1e-12, rel=0)
+    # 1e-9: library releases move float rounding (transformers 5.24 / numpy 2.4.6 moved one answer by 4e-11);
+    # a changed route or band moves answers by orders of magnitude more
+    assert [a.value for a in system.predict(problems)] == pytest.approx([r["answer"] for r in rows], abs=1e-9, rel=0)
 
     system.save(tmp_path / "again")  # saved again, in today's nested format, and read back
     again = SiameseBiLSTM.load(tmp_path / "again")

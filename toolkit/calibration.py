@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.metrics.verification import PROFILES
-from harness.records import NO_ANSWER, VerificationData, VerificationProblem
+from harness.records import NO_ANSWER, RankingMeasure, VerificationData, VerificationProblem
 from toolkit.splits import grouped_folds, problem_groups, text_key
 
 # The calibrated ranges of PAN's baseline: answers avoid (0.49, 0.51) except for the 0.5 itself.
@@ -134,6 +134,32 @@ def fit_abstain_band(
             if best_key is None or key > best_key:
                 best_key, best = key, AbstainBand(float(p1), float(grid[i + offset]))
     return best
+
+
+TASK_OBJECTIVE = "task"
+"""A band objective that names no measure: the one the training split's task ranks systems by."""
+DEFAULT_RANKING = RankingMeasure("overall", "pan23")  # where the data names no task: PAN 2020-2023's ranking
+
+
+def check_objective(objective: str) -> None:
+    """Refuse an objective that is neither "task" nor a measure of PAN 2023's evaluator (a ValueError naming it)."""
+    if objective != TASK_OBJECTIVE:
+        objective_function(objective)
+
+
+def band_objective(objective: str, data: VerificationData) -> dict[str, str]:
+    """The `objective` and `profile` arguments of `fit_abstain_band` for a system's `objective` setting.
+
+    "task" follows the training split (`data.ranked_by`): overall on PAN 2020-2023 data, AUC x c@1 on PAN
+    2013-2015 corpora, PAN 2023's overall where the data names no task. Why it matters: a band fitted for
+    AUC x c@1 on weak scores can answer one class (AUC x c@1 cannot tell "all different", F1 0, from "all
+    same", F1 0.667), which PAN 2020-2023's overall punishes. Any other value is a measure of PAN 2023's
+    evaluator, whatever the data.
+    """
+    if objective != TASK_OBJECTIVE:
+        return {"objective": objective, "profile": "pan23"}
+    ranking = data.ranked_by or DEFAULT_RANKING
+    return {"objective": ranking.name, "profile": ranking.profile}
 
 
 def objective_function(objective: str, *, profile: str = "pan23") -> Callable[[np.ndarray, np.ndarray], float]:

@@ -26,9 +26,10 @@ from toolkit.calibration import (
     AbstainBand,
     band_from_state,
     band_grid,
+    band_objective,
+    check_objective,
     cross_fitted_scores,
     fit_abstain_band,
-    objective_function,
     training_labels,
 )
 from toolkit.checkpoint import CONFIG_NAME, check_tfidf_state, load_checkpoint, save_checkpoint
@@ -63,7 +64,7 @@ class TfidfCosineSystem:
             raise ValueError(f"max_features must be positive or None, got {max_features!r}")
         # refuse a bad step or objective now rather than after the features are computed
         band_grid(grid_step)
-        objective_function(objective)
+        check_objective(objective)
         if calibration_folds < 2:
             raise ValueError(f"calibration_folds must be at least 2, got {calibration_folds!r}")
         self.max_features = max_features
@@ -110,7 +111,7 @@ class TfidfCosineSystem:
         self._tfidf = self._fit_tfidf(problems)
         self._seed = seed
         self._calibration = info
-        self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, objective=self.objective)
+        self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, **band_objective(self.objective, train))
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """Cosine similarity (in [0, 1]) of each problem's known text(s) and unknown text, before calibration."""

@@ -25,9 +25,10 @@ from toolkit.calibration import (
     AbstainBand,
     band_from_state,
     band_grid,
+    band_objective,
+    check_objective,
     cross_fitted_scores,
     fit_abstain_band,
-    objective_function,
     training_labels,
 )
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
@@ -93,7 +94,7 @@ class CompressorBaseline:
             raise ValueError(f"radius must be in [0, 0.5), got {radius!r}")
         # refuse a bad step or objective now rather than after the features are computed
         band_grid(grid_step)
-        objective_function(objective)
+        check_objective(objective)
         if calibration_folds < 2:
             raise ValueError(f"calibration_folds must be at least 2, got {calibration_folds!r}")
         self.order = order
@@ -161,7 +162,9 @@ class CompressorBaseline:
             out_of_fold, self._calibration = cross_fitted_scores(
                 train.problems, fit_and_score, k=self.calibration_folds, seed=seed
             )
-            self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, objective=self.objective)
+            self._band = fit_abstain_band(
+                out_of_fold, labels, step=self.grid_step, **band_objective(self.objective, train)
+            )
         self._model = fit_standardised_logistic(x, labels, seed=seed)
         self._seed = seed
 

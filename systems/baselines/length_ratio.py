@@ -27,9 +27,10 @@ from toolkit.calibration import (
     AbstainBand,
     band_from_state,
     band_grid,
+    band_objective,
+    check_objective,
     cross_fitted_scores,
     fit_abstain_band,
-    objective_function,
     training_labels,
 )
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
@@ -55,7 +56,7 @@ class LengthRatio:
 
     def __init__(self, *, grid_step: float = 0.01, objective: str = "overall", calibration_folds: int = 5) -> None:
         band_grid(grid_step)  # refuse a bad step or objective now, not after reading the data
-        objective_function(objective)
+        check_objective(objective)
         if calibration_folds < 2:
             raise ValueError(f"calibration_folds must be at least 2, got {calibration_folds!r}")
         self.grid_step = grid_step
@@ -85,7 +86,7 @@ class LengthRatio:
         out_of_fold, info = cross_fitted_scores(train.problems, fit_and_score, k=self.calibration_folds, seed=seed)
         self._seed = seed  # also seeds the folds, which change nothing here
         self._calibration = info
-        self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, objective=self.objective)
+        self._band = fit_abstain_band(out_of_fold, labels, step=self.grid_step, **band_objective(self.objective, train))
 
     def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
         """Calibrated length ratios: below the band "different", inside it 0.5, above it "same"."""

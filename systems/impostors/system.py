@@ -54,9 +54,10 @@ from toolkit.calibration import (
     AbstainBand,
     band_from_state,
     band_grid,
+    band_objective,
+    check_objective,
     cross_fitted_scores,
     fit_abstain_band,
-    objective_function,
     training_labels,
 )
 from toolkit.checkpoint import CONFIG_NAME, check_tfidf_state, load_checkpoint, save_checkpoint
@@ -184,7 +185,7 @@ class GeneralImpostors:
         if bad:
             raise ValueError(f"impostors: bad value for {', '.join(bad)}")
         band_grid(grid_step)  # refuse a bad step or objective now, not after the features are computed
-        objective_function(objective)
+        check_objective(objective)
         self.ngram_size = ngram_size
         self.max_features = max_features
         self.similarity = similarity
@@ -221,7 +222,7 @@ class GeneralImpostors:
             return self._scores([problems[i] for i in held_out], pool)
 
         scores, info = cross_fitted_scores(problems, fit_and_score, k=self.calibration_folds, seed=seed)
-        self._band = fit_abstain_band(scores, labels, step=self.grid_step, objective=self.objective)
+        self._band = fit_abstain_band(scores, labels, step=self.grid_step, **band_objective(self.objective, train))
         self._pool = self._build_pool(problems)
         vocabulary = len(self._pool.tfidf.vocabulary)
         self.info = {"calibration": info, "pool_texts": len(self._pool.keys), "vocabulary": vocabulary}

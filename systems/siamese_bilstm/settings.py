@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from toolkit.calibration import band_grid, objective_function
+from toolkit.calibration import band_grid, check_objective
 
 
 def coerce(part: object, field: str, kind: type) -> None:
@@ -65,7 +65,8 @@ class Calibration:
     """How the abstain bands are fitted.
 
     validation_share: share of authors held out to fit the bands on (0: fit on training problems).
-    objective: the measure the bands maximise ("overall", "auc_x_c_at_1", ...).
+    objective: the measure the bands maximise ("overall", "auc_x_c_at_1", ...; "task": the one the training
+        split's task ranks by).
     grid_step: grid step of the band search (0.01: 4,950 bands per model).
     """
 
@@ -83,4 +84,4 @@ class Calibration:
             band_grid(self.grid_step)
         except ValueError as exc:
             raise ValueError(f"grid_step: {exc}") from None
-        objective_function(self.objective)  # an unknown objective raises a ValueError that names it
+        check_objective(self.objective)  # an unknown objective raises a ValueError that names it

@@ -47,7 +47,7 @@ from systems.siamese_bilstm.routing import (
 )
 from systems.siamese_bilstm.sampler import AuthorBatchSampler, Batch, eligible_authors
 from systems.siamese_bilstm.settings import Calibration, Training
-from toolkit.calibration import AbstainBand, band_from_state, fit_abstain_band
+from toolkit.calibration import AbstainBand, band_from_state, band_objective, fit_abstain_band
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import autocast, resolve_device
 from toolkit.training import train_epochs
@@ -211,7 +211,8 @@ class SiameseBiLSTM:
         self._encoder_identity = extractor.identity
 
         with duration("siamese_bilstm calibration", timings):
-            calibration = self._calibrate(corpus, split, features)
+            objective = band_objective(self.calibration.objective, train)
+            calibration = self._calibrate(corpus, split, features, objective)
         routing = {
             "groups_from": "training types" if self._explicit_groups is None else "groups parameter",
             "groups": {name: list(types) for name, types in self._groups.items()},
@@ -469,8 +470,11 @@ class SiameseBiLSTM:
         calibrated[ENSEMBLE] = self._bands[ENSEMBLE].apply(self._ensemble_raw(raw))
         return np.array([calibrated[name][p] for p, name in enumerate(routes)], dtype=np.float64)
 
-    def _calibrate(self, corpus: Corpus, split: Split, features: Sequence[np.ndarray]) -> dict[str, Any]:
-        """Fit each head's band, then the ensemble's, on the validation problems (or training ones)."""
+    def _calibrate(
+        self, corpus: Corpus, split: Split, features: Sequence[np.ndarray], objective: dict[str, str]
+    ) -> dict[str, Any]:
+        """Fit each head's band, then the ensemble's, on the validation problems (or training ones), for
+        `objective` (`fit_abstain_band`'s objective and profile)."""
         problems, where = split.validation_problems, "validation"
         labels = np.array([corpus.labels[p] for p in problems], dtype=bool)
         if len(problems) < 2 * MIN_PER_CLASS or labels.all() or not labels.any():
@@ -493,9 +497,7 @@ class SiameseBiLSTM:
             mine = np.array([r == name for r in routes])
             enough = mine.any() and min(labels[mine].sum(), (~labels[mine]).sum()) >= MIN_PER_CLASS
             subset = mine if enough else np.ones(len(routes), dtype=bool)
-            band = fit_abstain_band(
-                scores[subset], labels[subset], objective=self.calibration.objective, step=self.calibration.grid_step
-            )
+            band = fit_abstain_band(scores[subset], labels[subset], step=self.calibration.grid_step, **objective)
             self._bands[name] = band
             report["bands"][name] = {
                 "p1": band.p1,

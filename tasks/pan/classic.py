@@ -63,13 +63,13 @@ class PanClassicTask(PanVerificationTask):
         problems, files = read_classic_corpus(folder)
         check_truth_ids(problems, truth, truth_lines, truth_path, folder)
         checksum = sha256_files([*files, truth_path], root=folder)
-        return VerificationData(problems, truth, folder, checksum)
+        return VerificationData(problems, truth, folder, checksum, self.ranked_by)
 
     def load_inputs(self, input_dir: Path) -> VerificationData:
         """TIRA mode: read the problem folders of `input_dir` only; truth is None and truth.txt never read."""
         input_dir = Path(input_dir)
         problems, files = read_classic_corpus(input_dir, allow_empty_texts=True)
-        return VerificationData(problems, None, input_dir, sha256_files(files, root=input_dir))
+        return VerificationData(problems, None, input_dir, sha256_files(files, root=input_dir), self.ranked_by)
 
     def read_truth(self, path: Path) -> dict[str, VerificationTruth]:
         """Read a truth.txt, or the truth.txt of a corpus folder, into truth by problem id."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.errors import DataError, HarnessError
-from harness.records import Answer, VerificationData, VerificationProblem, VerificationTruth
+from harness.records import Answer, RankingMeasure, VerificationData, VerificationProblem, VerificationTruth
 from harness.task import Evaluation, TaskMetadata
 
 
@@ -132,6 +132,11 @@ class PanVerificationTask:
 
     metadata: ClassVar[TaskMetadata]
     _EXPECTED: ClassVar[str]
+
+    @property
+    def ranked_by(self) -> RankingMeasure:
+        """What this task ranks systems by (its main score, by its evaluator): carried by every split it reads."""
+        return RankingMeasure(self.metadata.main_score, self.metadata.evaluator)
 
     def load(self, data_dir: Path, split: str) -> VerificationData:
         """Read `<data_dir>/<split>/` with its truth."""

@@ -148,14 +148,14 @@ class JsonlVerificationTask(PanVerificationTask):
         truth, truth_lines = read_truth_jsonl(truth_path)
         check_truth_ids(problems, truth, truth_lines, truth_path, pairs_path)
         checksum = sha256_files([pairs_path, truth_path], root=folder)
-        return VerificationData(problems, truth, folder, checksum)
+        return VerificationData(problems, truth, folder, checksum, self.ranked_by)
 
     def load_inputs(self, input_dir: Path) -> VerificationData:
         """TIRA mode: read only `<input_dir>/pairs.jsonl[.gz]`; truth is None and never looked for."""
         input_dir = Path(input_dir)
         pairs_path = find_data_file(input_dir, "pairs.jsonl")
         problems = read_pairs(pairs_path, allow_empty_texts=True)
-        return VerificationData(problems, None, input_dir, sha256_files([pairs_path], root=input_dir))
+        return VerificationData(problems, None, input_dir, sha256_files([pairs_path], root=input_dir), self.ranked_by)
 
     def read_truth(self, path: Path) -> dict[str, VerificationTruth]:
         """Read a truth file, or the truth.jsonl[.gz] of a folder, into truth by problem id."""
