@@ -204,7 +204,9 @@ def test_a_checkpoint_of_the_flat_parameter_format_loads_and_embeds_the_same():
     train = synthetic_train_data(n_authors=6, per_author=10)
     samples = [train.streams[i].actions[: 1 + 3 * i] for i in range(6)]
     expected = np.asarray(json.loads((LEGACY / "expected.json").read_text())["embeddings"], dtype=np.float32)
-    assert np.array_equal(system.embed(samples), expected)
+    # 1e-6, not bit-equal: float32 rounding is not the same on every machine and run (CI on a fresh clone,
+    # 2026-11-25, saw 3e-8); a wrong migration of the weights or settings moves them by orders of magnitude more
+    np.testing.assert_allclose(system.embed(samples), expected, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize(
