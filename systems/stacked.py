@@ -32,7 +32,10 @@ halves (50 training problems, 9 text groups), the members' out-of-fold AUCs on t
 0.63, 0.43 (cngdist, compressor, pair_features), the unconstrained meta-model gave two of them negative
 weights, and it scored AUC 0.34 on the other half, where each member alone scored 0.64-0.71. Band maximising
 the training split's ranking measure (`objective="task"`): AUC x c@1, PAN 2014's, on PAN 2013-2015 corpora;
-overall on PAN 2020-2023 data, where an AUC x c@1 band answered one class (forum cross-kind set, 2026-11-24).
+overall on PAN 2020-2023 data. Known fault: the band is fitted on the fold meta-models' out-of-fold scores and
+applied to the refitted meta-model's, which can lie on another scale; on the forum cross-kind set every test score
+fell inside the band (an AUC x c@1 band: every answer one class; an overall band: every answer abstains), see
+benchmarks/README.md.
 
 Each member is built with its own defaults unless `member_params` gives it parameters: a mapping from member
 name to that member's parameters, e.g. `--param member_params.compressor.grid_step=0.02` (nested or dotted, as

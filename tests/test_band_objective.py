@@ -73,7 +73,11 @@ def test_every_band_fitting_system_takes_task_and_refuses_an_unknown_objective(n
     assert build(cls, {BAND_SYSTEMS[name]: "task"}) is not None
     with pytest.raises(Exception, match="no_such_measure"):
         build(cls, {BAND_SYSTEMS[name]: "no_such_measure"})
+
+
+def test_check_objective_takes_task_and_measures_and_refuses_the_rest() -> None:
     check_objective("task")
+    check_objective("overall")
     with pytest.raises(ValueError, match="no_such_measure"):
         check_objective("no_such_measure")
 
