@@ -58,3 +58,23 @@ def test_an_existing_output_is_kept_unless_overwrite(cmcc: Path, tmp_path: Path)
     code, output = build(cmcc, out)
     assert code == 2 and len(output.strip().splitlines()) == 1 and "--overwrite" in output
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_overwrite_onto_the_input_folder_is_refused_and_deletes_nothing(cmcc: Path, tmp_path: Path) -> None:
+    """The reliability issue's data loss: `--overwrite` with OUT_DIR = INPUT once deleted the corpus (exit 0)."""
+    import shutil
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "c"
+    shutil.copytree(cmcc, corpus)
+    (corpus / "notes.txt").write_text("a user's notes\n", encoding="utf-8")
+    before = {p: p.read_bytes() for p in corpus.rglob("*") if p.is_file()}
+    run = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "pairs", "--from", "folders", str(corpus), str(corpus), "--pairs", "40",
+         "--text-uses", "4", "--encoding", "cp1252", "--overwrite", "--pattern", CMCC_PATTERN],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip() == f"error: {corpus}: the output folder is the input {corpus}; name a folder of its own"
+    assert {p: p.read_bytes() for p in corpus.rglob("*") if p.is_file()} == before

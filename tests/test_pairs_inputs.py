@@ -4,6 +4,7 @@ line and field, and nothing is written; the output folder is refused, replaced o
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def test_bad_parameters_are_refused_before_reading(tmp_path, options):
     assert_nothing_written(tmp_path / "out")
 
 
-def test_out_dir_refused_when_not_empty_replaced_with_overwrite(tmp_path):
+def test_out_dir_refused_when_not_empty_its_own_files_replaced_with_overwrite(tmp_path):
     source = jsonl_corpus(tmp_path / "texts.jsonl")
     out = tmp_path / "out"
     out.mkdir()
@@ -142,7 +143,7 @@ def test_out_dir_refused_when_not_empty_replaced_with_overwrite(tmp_path):
         "train/pairs.jsonl",
         "train/truth.jsonl",
     ]
-    assert not (out / "keep.txt").exists()
+    assert (out / "keep.txt").read_text(encoding="utf-8") == "mine"  # only the builder's own files are replaced
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -163,10 +164,11 @@ def test_forum_post_with_empty_text_names_its_line(tmp_path):
         "text": "hello there",
     }
     rows = [post, {**post, "post_id": "p2", "kind": "comment"}, {**post, "post_id": "p3", "text": " "}]
-    source = tmp_path / "posts.jsonl"
+    (tmp_path / "forum").mkdir()
+    source = tmp_path / "forum" / "posts.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     with pytest.raises(DataError) as exc:
-        build_pairs("forum", tmp_path, tmp_path / "out", pairs=8)
+        build_pairs("forum", tmp_path / "forum", tmp_path / "out", pairs=8)
     assert one_line(exc).startswith(f"{source}:3: field 'text': post 'p3': text is empty")
     assert_nothing_written(tmp_path / "out")
 
@@ -250,3 +252,54 @@ def test_pan_classic_essays_and_novels_share_no_author(pan14, tmp_path):
     assert "no author has two texts that can form a pair" in one_line(exc)
     assert "a lower cross_share" in str(exc.value)
     assert_nothing_written(tmp_path / "out")
+
+
+def test_overwrite_replaces_the_builders_files_and_keeps_the_users(tmp_path):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    out = tmp_path / "out"
+    build_pairs("jsonl", source, out, pairs=8, seed=0)
+    (out / "train" / "notes.txt").write_text("my notes", encoding="utf-8")
+    first = (out / "manifest.json").read_bytes()
+    build_pairs("jsonl", source, out, pairs=8, seed=1, overwrite=True)
+    assert (out / "manifest.json").read_bytes() != first and json.loads((out / "manifest.json").read_text())[
+        "seed"
+    ] == 1
+    assert (out / "train" / "notes.txt").read_text(encoding="utf-8") == "my notes"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_failure_while_replacing_puts_the_old_dataset_back(tmp_path, monkeypatch):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    out = tmp_path / "out"
+    build_pairs("jsonl", source, out, pairs=8, seed=0)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_replace = os.replace
+    calls = []
+
+    def failing_replace(src, dst):
+        calls.append(src)
+        if len(calls) == 9:  # after the six old files are set aside and three new ones are in place
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError):
+        build_pairs("jsonl", source, out, pairs=8, seed=1, overwrite=True)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("where", ["is", "holds", "lies inside"])
+def test_an_output_folder_that_is_holds_or_lies_inside_the_input_is_refused(tmp_path, where):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    source = jsonl_corpus(corpus / "texts.jsonl")
+    (corpus / "notes.txt").write_text("mine", encoding="utf-8")
+    # a folders input can hold the output folder; a jsonl input (a file) can be it or lie in it
+    given, out = {"is": (source, source), "holds": (source, corpus), "lies inside": (corpus, corpus / "out")}[where]
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(HarnessError, match=f"output folder {where} the input") as exc:
+        build_pairs("jsonl" if given == source else "folders", given, out, pairs=8, overwrite=True)
+    one_line(exc)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -64,7 +64,8 @@ def build_pairs(
     optional topic, group, community; default AUTHOR/DISCOURSE_TYPE/NAME.txt) and encoding (default utf-8).
 
     Bad input is a one-line DataError naming file, line and field; a bad parameter a HarnessError; either way
-    nothing is written. A non-empty `out_dir` is refused unless `overwrite`.
+    nothing is written. A non-empty `out_dir` is refused unless `overwrite`, which replaces only the
+    builder's own files; an `out_dir` that is, holds or lies inside an input is always refused.
     """
     if source not in SOURCES:
         raise HarnessError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
@@ -85,7 +86,7 @@ def build_pairs(
     if len(inputs) != 1 and source != "pan-classic":
         raise HarnessError(f"{source} reads one input, got {len(inputs)}")
     out_dir = Path(out_dir)
-    check_out_dir(out_dir, overwrite)
+    check_out_dir(out_dir, overwrite, inputs)
 
     read = _read(source, inputs, options)
     built = build(read.texts, rules, inputs[0])

@@ -1,6 +1,7 @@
 """Writing a pairs dataset all or nothing: every file goes into a staging folder beside the output folder,
-which is renamed into place only once complete. A failure or a kill leaves no partial dataset, and an
-output folder being replaced (`overwrite`) stays whole until the new one is ready."""
+which is renamed into place only once complete. A failure or a kill leaves no partial dataset. With
+`overwrite`, only the builder's own files in the output folder are replaced (each set aside until all the new
+ones are in place); anything else there, a user's notes or corpus, is left as it was."""
 
 from __future__ import annotations
 
@@ -21,9 +22,16 @@ SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being 
 _BUFFER = 1 << 20
 
 
-def check_out_dir(out_dir: Path, overwrite: bool) -> None:
-    """Refuse a file, or a non-empty folder unless `overwrite`: before any work, so a refusal costs nothing."""
+def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = ()) -> None:
+    """Refuse a file, a folder that is, holds or lies inside an input, or a non-empty folder unless `overwrite`:
+    before any work, so a refusal costs nothing."""
     out_dir = Path(out_dir)
+    resolved = out_dir.resolve()
+    for given in inputs:
+        source = Path(given).resolve()
+        if resolved == source or resolved in source.parents or source in resolved.parents:
+            where = "is" if resolved == source else "holds" if resolved in source.parents else "lies inside"
+            raise HarnessError(f"{out_dir}: the output folder {where} the input {given}; name a folder of its own")
     if out_dir.exists() and not out_dir.is_dir():
         raise HarnessError(f"{out_dir}: is a file, not a folder for the dataset")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
@@ -77,11 +85,28 @@ def _put_in_place(staged: Path, out_dir: Path, overwrite: bool) -> None:
     if not out_dir.exists() or not any(out_dir.iterdir()):
         os.replace(staged, out_dir)  # a rename onto an empty folder replaces it
         return
+    # Only the builder's own files move: the old ones are set aside, the new ones renamed in, and on any
+    # failure the new ones come out and the old ones go back, so the folder holds one whole dataset.
+    own = sorted(path.relative_to(staged) for path in staged.rglob("*") if path.is_file())
     set_aside = staging_folder(out_dir, SET_ASIDE_SUFFIX)
-    os.replace(out_dir, set_aside)
+    moved_aside: list[Path] = []
+    placed: list[Path] = []
     try:
-        os.replace(staged, out_dir)
+        for relative in own:
+            if (out_dir / relative).is_file() or (out_dir / relative).is_symlink():
+                (set_aside / relative).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(out_dir / relative, set_aside / relative)
+                moved_aside.append(relative)
+        for relative in own:
+            (out_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged / relative, out_dir / relative)
+            placed.append(relative)
     except BaseException:
-        os.replace(set_aside, out_dir)  # the old dataset goes back whole
+        for relative in placed:
+            os.replace(out_dir / relative, staged / relative)
+        for relative in moved_aside:
+            os.replace(set_aside / relative, out_dir / relative)
+        shutil.rmtree(set_aside, ignore_errors=True)
         raise
     shutil.rmtree(set_aside, ignore_errors=True)
+    shutil.rmtree(staged, ignore_errors=True)
