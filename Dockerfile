@@ -56,6 +56,7 @@ RUN mkdir harness \
 
 # The project itself, without its dependencies (installed above).
 COPY README.md ./
+COPY core ./core
 COPY harness ./harness
 COPY tasks ./tasks
 COPY systems ./systems

@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.records import VerificationData
+from core.records import VerificationData
 from harness.registry import system_class
+from harness.seeding import seed_everything
 from tasks.pan.classic import PanClassicTask
-from toolkit.seeding import seed_everything
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARBALL = "pan13-15-av-en.tar.gz"

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.files import read_jsonl
+from core.files import read_jsonl
+from core.records import VerificationTruth
 from harness.metrics.verification import evaluate_all
-from harness.records import VerificationTruth
 from tasks.pan.evaluator import read_answers, score_answers
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -61,21 +61,8 @@ def loop_c_at_1(truth: list[bool], scores: list[float]) -> float:
     return (n_c + n_u * n_c / n) / n
 
 
-def loop_f1(truth: list[bool], scores: list[float]) -> float:
-    tp = fp = fn = 0
-    for gold, score in zip(truth, scores, strict=True):
-        if score == 0.5:
-            continue
-        if score > 0.5 and gold:
-            tp += 1
-        elif score > 0.5:
-            fp += 1
-        elif gold:
-            fn += 1
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
-def loop_f_05_u(truth: list[bool], scores: list[float]) -> float:
+def loop_counts(truth: list[bool], scores: list[float]) -> tuple[int, int, int, int]:
+    """(true positives, false positives, false negatives, unanswered), an answer of exactly 0.5 unanswered."""
     tp = fp = fn = n_u = 0
     for gold, score in zip(truth, scores, strict=True):
         if score == 0.5:
@@ -86,6 +73,16 @@ def loop_f_05_u(truth: list[bool], scores: list[float]) -> float:
             fp += 1
         elif gold:
             fn += 1
+    return tp, fp, fn, n_u
+
+
+def loop_f1(truth: list[bool], scores: list[float]) -> float:
+    tp, fp, fn, _ = loop_counts(truth, scores)
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def loop_f_05_u(truth: list[bool], scores: list[float]) -> float:
+    tp, fp, fn, n_u = loop_counts(truth, scores)
     denominator = 1.25 * tp + 0.25 * (fn + n_u) + fp
     return 1.25 * tp / denominator if denominator else 0.0
 

@@ -40,11 +40,11 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from core.records import VerificationData  # noqa: E402
 from harness.params import build  # noqa: E402
-from harness.records import VerificationData  # noqa: E402
 from harness.registry import system_class  # noqa: E402
+from harness.seeding import seed_everything  # noqa: E402
 from tasks.pan.classic import PanClassicTask  # noqa: E402
-from toolkit.seeding import seed_everything  # noqa: E402
 
 
 def _baselines_script() -> Any:

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from core.errors import HarnessError
 from harness import __version__, registry
-from harness.errors import HarnessError
 
 logger = logging.getLogger("harness")
 
@@ -240,7 +240,7 @@ def predict_cmd(
     system_name: str, task_name: str, input_dir: Path, output_dir: Path, checkpoint: Path | None, overwrite: bool
 ) -> None:
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl. Needs no network."""
-    from harness.files import write_jsonl
+    from core.files import write_jsonl
 
     task = _pan_answers_task(task_name)
     registry.check_fits(system_name, task_name)
@@ -295,7 +295,7 @@ def score_cmd(
     overwrite: bool,
 ) -> None:
     """PAN's official evaluator: print the scores; with --output also write out.json and evaluation.prototext."""
-    from harness.files import find_data_file
+    from core.files import find_data_file
     from harness.results import RESULT_NAME
     from harness.score_table import score_table
 
@@ -380,7 +380,9 @@ def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> No
 @click.option("--max-chars", type=click.IntRange(min=1), help="forum: length a joined text stays within.")
 @click.option("--pattern", help="folders: regex over relative paths, named groups author, discourse_type[, topic].")
 @click.option("--encoding", help="folders: text encoding (default utf-8; CMCC is cp1252).")
-@click.option("--overwrite", is_flag=True, help="Replace the builder's own files in a non-empty OUT_DIR (nothing else).")
+@click.option(
+    "--overwrite", is_flag=True, help="Replace the builder's own files in a non-empty OUT_DIR (nothing else)."
+)
 def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int, **options: Any) -> None:
     """Build a PAN 2020-2023 dataset (OUT_DIR/train, OUT_DIR/test, manifest.json) from real corpora in INPUT.
 
@@ -430,7 +432,7 @@ def leaderboard_cmd(
     if output is None:
         click.echo(text)
         return
-    from harness.files import atomic_write
+    from core.files import atomic_write
 
     with atomic_write(output) as handle:
         handle.write(text)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 from harness.task import SplitFolders
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")

@@ -13,15 +13,15 @@ a measure added there can be resampled without a change here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 Columns = dict[str, np.ndarray]
-Measure = Callable[[Columns], float]  # the measure on some items' columns
+ItemMeasure = Callable[[Columns], float]  # a measure on some items' columns (not harness.metrics.table.Measure)
 
 _COLUMN_SETS = (("value", "same"), ("rank",), ("score", "same"))
 
@@ -50,16 +50,20 @@ def subset(cols: Columns, index: np.ndarray) -> Columns:
     return {name: values[index] for name, values in cols.items()}
 
 
-def measure_function(result: dict[str, Any], measure: str, cols: Columns) -> Measure:
-    """A function from columns to `measure`, computed as the run computed it (by the measure table)."""
+def item_measure_function(
+    measure: str, cols: Columns, *, evaluator: str | None = None, settings: Mapping[str, Any] | None = None
+) -> ItemMeasure:
+    """A function from columns to `measure`, computed as the run computed it (by the measure table).
+
+    `evaluator` and `settings` are the run's (`RunResult.evaluator`, `RunResult.measure_settings`).
+    """
     from harness.metrics import table
 
     kind = "answers" if "value" in cols else "ranks" if "rank" in cols else "trials"
     if not table.is_known(measure) or table.resolve(measure).measure.inputs != kind:
         raise HarnessError(f"measure {measure!r} cannot be recomputed from {_KIND_WORDS[kind]}")
-    task = result["task"]
     # a verification run's measures are its evaluator profile's; other runs record their measures' settings
-    settings = {"profile": task.get("evaluator") or "pan23"} if kind == "answers" else task.get("measure_settings", {})
+    settings = {"profile": evaluator or "pan23"} if kind == "answers" else settings or {}
     try:
         compute = table.measure_function(measure, settings)
     except ValueError as exc:
@@ -82,7 +86,7 @@ def _nan_if_undefined(compute: Callable[[np.ndarray], float], ranks: np.ndarray)
 
 
 def bootstrap_interval(
-    compute: Measure, cols: Columns, *, resamples: int = 1000, level: float = 0.95, seed: int = 0
+    compute: ItemMeasure, cols: Columns, *, resamples: int = 1000, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of a measure over items (resampled with replacement)."""
     n_items = len(next(iter(cols.values())))
@@ -95,7 +99,7 @@ def bootstrap_interval(
     return float(np.quantile(values, tail)), float(np.quantile(values, 1.0 - tail))
 
 
-def _safe(compute: Measure, cols: Columns) -> float:
+def _safe(compute: ItemMeasure, cols: Columns) -> float:
     try:
         return compute(cols)
     except ValueError:  # a resample with one class only: no EER, no AUC ranking
@@ -103,7 +107,13 @@ def _safe(compute: Measure, cols: Columns) -> float:
 
 
 def paired_permutation_test(
-    compute_a: Measure, cols_a: Columns, compute_b: Measure, cols_b: Columns, *, rounds: int = 1000, seed: int = 0
+    compute_a: ItemMeasure,
+    cols_a: Columns,
+    compute_b: ItemMeasure,
+    cols_b: Columns,
+    *,
+    rounds: int = 1000,
+    seed: int = 0,
 ) -> float:
     """Approximate randomization (as PAN's overviews use): two-sided p-value of the difference.
 

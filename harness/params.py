@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, Literal, Union
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 NAME_KEY = "name"
 
@@ -129,14 +129,6 @@ def build_part(default: Any, spec: Any, *, choices: Sequence[type] = (), where: 
         return dataclasses.replace(base, **updates)
     except (TypeError, ValueError) as error:
         raise HarnessError(f"{where}: {error}") from error
-
-
-def rename_legacy(params: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
-    """Flat parameters of an earlier checkpoint format to today's dotted names (`renames`: old -> new).
-
-    A name missing from `renames` is kept as it is (a parameter that did not move).
-    """
-    return {renames.get(key, key): value for key, value in params.items()}
 
 
 # -- command-line values, typed by their declarations -----------------------------------------------------------

@@ -87,7 +87,7 @@ def _verification_trials(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
 def plot_verification_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     """ROC and DET curves of each verification task's systems (lowest-seed run of each)."""
     written: list[Path] = []
-    for table in build_tables([r for r in runs if r.result["task"]["kind"] == "verification"]):
+    for table in build_tables([r for r in runs if r.result.task_kind == "verification"]):
         curves = []
         for row in table.rows:
             trials = _verification_trials(row.first_run)
@@ -103,16 +103,16 @@ def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     and EER against the target sample size (mean and standard deviation over seeds)."""
     plt = _pyplot()
     written: list[Path] = []
-    for table in build_tables([r for r in runs if r.result["task"]["kind"] == "linking"]):
+    for table in build_tables([r for r in runs if r.result.task_kind == "linking"]):
         curves, rows = [], []
         with plt.rc_context(STYLE):
             fig, ax = plt.subplots()
             for i, row in enumerate(table.rows):
-                first = row.first_run.result["curves"]
+                first = row.first_run.result.curves
                 det = first.get("det", {}).get(str(first.get("main_target_size")))
                 if det:
                     curves.append((row.label, np.asarray(det["p_fa"]), np.asarray(det["p_miss"])))
-                per_seed = [run.result["curves"]["eer_vs_target_size"] for run in row.runs]
+                per_seed = [run.result.curves["eer_vs_target_size"] for run in row.runs]
                 sizes = per_seed[0]["target_sizes"]
                 eers = np.array([curve["eer"] for curve in per_seed])
                 mean, spread = eers.mean(0), eers.std(0)
@@ -175,11 +175,11 @@ def plot_measure_by_parameter(
     plt = _pyplot()
     points: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        task_section = run.result["task"]
-        value = task_section.get("params", {}).get(parameter)
-        if task_section["name"] != task or value is None or measure not in run.result["scores"]:
+        result = run.result
+        value = result.task_params.get(parameter)
+        if result.task_name != task or value is None or measure not in result.scores:
             continue
-        points[run.result["system"]["name"]][value].append(run.result["scores"][measure])
+        points[result.system_name][value].append(result.scores[measure])
     if not points:
         return []
     rows = []
@@ -206,9 +206,8 @@ def plot_parameter_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     """
     declared: dict[str, dict[str, str]] = defaultdict(dict)  # task -> parameter -> measure
     for run in runs:
-        task_section = run.result["task"]
-        for parameter in task_section.get("plot_parameters") or ():
-            declared[task_section["name"]][parameter] = task_section["main_score"]
+        for parameter in run.result.plot_parameters:
+            declared[run.result.task_name][parameter] = run.result.main_score
     written: list[Path] = []
     for task in sorted(declared):
         for parameter, measure in declared[task].items():

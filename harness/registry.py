@@ -3,7 +3,7 @@
 Keeping import paths rather than classes keeps `harness --help` and `harness list` fast:
 no system's heavy dependencies (torch, transformers) are imported to list them. For the same reason
 the entries declare what the CLI checks before it imports anything: the kind of data a task gives
-(`kind`), the kinds a system serves (`serves`), and which tasks have PAN answer files (`pan_answers`),
+(`data_kind`), the data kinds a system serves (`serves`), and which tasks have PAN answer files (`pan_answers`),
 so that a system that does not fit a task, or `predict`/`score` on a task without PAN answers, is
 refused at once with the combinations that exist.
 """
@@ -13,26 +13,27 @@ from __future__ import annotations
 import importlib
 from typing import Any, NamedTuple
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 
 class Entry(NamedTuple):
     target: str  # "module:attribute"
     description: str
-    # a task's: the kind of data it gives its systems (a key of KINDS); whether it has PAN answer files,
+    # a task's: the kind of data it gives its systems (a key of DATA_KINDS); whether it has PAN answer files,
     # the ones `harness predict` and `harness score` read and write (harness.task.PanAnswers)
-    kind: str = ""
+    data_kind: str = ""
     pan_answers: bool = False
     # a task's: whether its splits are folders of their own, so `harness run --train DIR --test DIR` can name
     # them apiece (harness.task.SplitFolders); the others cut one corpus into splits themselves
     split_folders: bool = False
-    # a system's: the kinds of task data it fits on and answers (empty: not declared, never refused)
+    # a system's: the data kinds it fits on and answers (empty: not declared, never refused)
     serves: tuple[str, ...] = ()
 
 
-# What a task gives a system to fit on and answer; a system declares the kinds it serves, so that
-# `harness run` and `harness predict` refuse a system that does not fit a task before loading anything.
-KINDS: dict[str, str] = {
+# What a task gives a system to fit on and answer; a system declares the data kinds it serves, so that
+# `harness run` and `harness predict` refuse a system that does not fit a task before loading anything. Not to be
+# confused with `TaskMetadata.kind` (verification, retrieval, linking): how a task is scored, recorded in result.json.
+DATA_KINDS: dict[str, str] = {
     "verification": "PAN verification problems (known and unknown texts)",
     "episodes": "darkweb episodes of forum posts",
     "post-streams": "reddit post streams",
@@ -47,33 +48,33 @@ TASKS: dict[str, Entry] = {
     "pan23": Entry(
         "tasks.pan.pan23:Pan23Task",
         "PAN 2020-2023 authorship verification (pairs.jsonl + truth.jsonl); main score overall",
-        kind="verification",
+        data_kind="verification",
         pan_answers=True,
         split_folders=True,
     ),
     "pan-classic": Entry(
         "tasks.pan.classic:PanClassicTask",
         "PAN 2013-2015 authorship verification (problem folders + truth.txt); main score AUC x c@1",
-        kind="verification",
+        data_kind="verification",
         pan_answers=True,
         split_folders=True,
     ),
     "pan20": Entry(
         "tasks.pan.pan20:Pan20Task",
         "PAN 2020-2021 authorship verification (pairs.jsonl + truth.jsonl), PAN 2020 evaluator; main score overall",
-        kind="verification",
+        data_kind="verification",
         pan_answers=True,
         split_folders=True,
     ),
     "darkweb": Entry(
         "tasks.darkweb:DarkwebTask",
         "forum author retrieval over post episodes, time split per market, plus migrant linking; main score MRR",
-        kind="episodes",
+        data_kind="episodes",
     ),
     "reddit": Entry(
         "tasks.reddit.task:RedditTask",
         "account ranking (MRR, R@k) and linking (EER, minDCF) on post streams split by author and time; main score EER",
-        kind="post-streams",
+        data_kind="post-streams",
     ),
 }
 
@@ -212,16 +213,16 @@ def load(entry_point: str) -> Any:
     return getattr(module, attribute)
 
 
-def entry(table: dict[str, Entry], kind: str, name: str) -> Entry:
-    """The registry entry of `name`, or a one-line error listing the known names."""
+def entry(table: dict[str, Entry], noun: str, name: str) -> Entry:
+    """The registry entry of `name`, or a one-line error listing the known names (`noun`: "task", "system", ...)."""
     if name not in table:
         known = ", ".join(sorted(table))
-        raise HarnessError(f"unknown {kind} {name!r}; known {kind}s: {known}")
+        raise HarnessError(f"unknown {noun} {name!r}; known {noun}s: {known}")
     return table[name]
 
 
-def _lookup(table: dict[str, Entry], kind: str, name: str) -> Any:
-    return load(entry(table, kind, name).target)
+def _lookup(table: dict[str, Entry], noun: str, name: str) -> Any:
+    return load(entry(table, noun, name).target)
 
 
 def task_class(name: str) -> Any:
@@ -239,7 +240,7 @@ def converter(name: str) -> Any:
 def fits(system_name: str, task_name: str) -> bool:
     """Whether a system serves the kind of data a task gives (from the declarations; nothing is imported)."""
     system, task = SYSTEMS[system_name], TASKS[task_name]
-    return not system.serves or not task.kind or task.kind in system.serves
+    return not system.serves or not task.data_kind or task.data_kind in system.serves
 
 
 def check_fits(system_name: str, task_name: str) -> None:
@@ -250,8 +251,9 @@ def check_fits(system_name: str, task_name: str) -> None:
         return
     tasks = [name for name in TASKS if fits(system_name, name)]
     systems = [name for name in SYSTEMS if fits(name, task_name)]
+    gives = DATA_KINDS.get(task.data_kind, task.data_kind)
     raise HarnessError(
-        f"system {system_name!r} does not fit task {task_name!r}, which gives {KINDS.get(task.kind, task.kind)}; "
+        f"system {system_name!r} does not fit task {task_name!r}, which gives {gives}; "
         f"{system_name} runs on: {', '.join(tasks) or 'no task'}; systems for {task_name}: {', '.join(systems)}"
     )
 

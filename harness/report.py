@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.files import atomic_write
+from core.errors import HarnessError
+from core.files import atomic_write
 from harness.leaderboard import FORMATS, build_tables, find_runs, render
 from harness.plotting import plot_all
 from harness.report_html import render_html

@@ -10,21 +10,12 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard import (
-    Run,
-    Table,
-    header_cells,
-    pair_header_cells,
-    pair_row_cells,
-    pair_title,
-    row_cells,
-    source_lines,
-)
+from harness.leaderboard import Run, Table, cells
 
 # only data: images and the inline style may load; no script, no fetch, no font, no frame
 _POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -87,20 +78,20 @@ def _table_html(table: Table, anchors: dict[Path, str], digits: int) -> list[str
     direction = ", ".join(f"{m} lower is better" for m in table.measures if m in table.lower_is_better)
     facts = [f"version {table.version}", f"main score {table.main}"] + ([direction] if direction else [])
     out = [f"<h3>{escape(table.task)} <small>({escape('; '.join(facts))})</small></h3>", '<table class="leaderboard">']
-    heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in header_cells(table))
+    heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in cells.header_cells(table))
     out.append(f"<thead><tr>{heads}</tr></thead>")
     out.append("<tbody>")
     for row in [*table.rows, *table.published]:
         # the same cells as the Markdown and LaTeX tables, so every format shows the same numbers
-        cells = row_cells(table, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1], dash="–")
+        texts = cells.row_cells(table, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1], dash="–")
         label = escape(row.label)
         if row.source is None:
             label = f'<a href="#{anchors[row.first_run.path]}">{label}</a>'
-        numbers = [escape(c).replace(_BOLD[0], "<strong>").replace(_BOLD[1], "</strong>") for c in cells[1:]]
+        numbers = [escape(c).replace(_BOLD[0], "<strong>").replace(_BOLD[1], "</strong>") for c in texts[1:]]
         css = ' class="published"' if row.source is not None else ""
         out.append(f'<tr{css}><th scope="row">{label}</th>' + "".join(f"<td>{c}</td>" for c in numbers) + "</tr>")
     out += ["</tbody>", "</table>"]
-    out += [f'<p class="note">{escape(note)}</p>' for note in [*table.notes, *source_lines(table)]]
+    out += [f'<p class="note">{escape(note)}</p>' for note in [*table.notes, *cells.source_lines(table)]]
     if table.type_pairs:
         out += _pairs_html(table, anchors, digits)
     return out
@@ -108,13 +99,13 @@ def _table_html(table: Table, anchors: dict[Path, str], digits: int) -> list[str
 
 def _pairs_html(table: Table, anchors: dict[Path, str], digits: int) -> list[str]:
     """The breakdown table of a verification task: its main score per discourse-type pair, as the Markdown one."""
-    out = [f"<h4>{escape(pair_title(table))}</h4>", '<table class="type-pairs">']
-    heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in pair_header_cells(table))
+    out = [f"<h4>{escape(cells.pair_title(table))}</h4>", '<table class="type-pairs">']
+    heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in cells.pair_header_cells(table))
     out += [f"<thead><tr>{heads}</tr></thead>", "<tbody>"]
     for row in table.rows:
-        cells = pair_row_cells(table, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1], dash="–")
+        texts = cells.pair_row_cells(table, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1], dash="–")
         label = f'<a href="#{anchors[row.first_run.path]}">{escape(row.label)}</a>'
-        numbers = [escape(c).replace(_BOLD[0], "<strong>").replace(_BOLD[1], "</strong>") for c in cells[1:]]
+        numbers = [escape(c).replace(_BOLD[0], "<strong>").replace(_BOLD[1], "</strong>") for c in texts[1:]]
         out.append(f'<tr><th scope="row">{label}</th>' + "".join(f"<td>{c}</td>" for c in numbers) + "</tr>")
     out += ["</tbody>", "</table>"]
     out += [f'<p class="note">{escape(note)}</p>' for note in table.pair_notes]
@@ -132,11 +123,9 @@ def _figure_html(png: Path) -> str:
 
 def _run_html(run: Run, anchor: str) -> str:
     result = run.result
-    task, system = _section(result, "task"), _section(result, "system")
-    seed = _section(result, "seeds").get("seed")
-    title = f"{task.get('name', '?')} / {system.get('name', '?')} / seed {seed}"
+    title = f"{result.task_name} / {result.system_name} / seed {result.seed}"
     rows = "".join(f'<tr><th scope="row">{escape(name)}</th><td>{value}</td></tr>' for name, value in _facts(run))
-    full = json.dumps(result, indent=2, ensure_ascii=False, default=str)
+    full = json.dumps(result.raw, indent=2, ensure_ascii=False, default=str)
     return (
         f'<article class="run" id="{anchor}"><h3>{escape(title)}</h3><table class="facts">{rows}</table>'
         f"<details><summary>{escape(run.path.name)} as recorded</summary><pre>{escape(full)}</pre></details></article>"
@@ -146,14 +135,14 @@ def _run_html(run: Run, anchor: str) -> str:
 def _facts(run: Run) -> list[tuple[str, str]]:
     """(field, escaped HTML) pairs for the provenance table of one run; a field the result lacks is left out."""
     result = run.result
-    task, system, env = _section(result, "task"), _section(result, "system"), _section(result, "environment")
+    raw, system, env = result.raw, result.raw["system"], result.environment  # a result has both sections
     facts = [("result file", _code(run.path))]
     if run.copies:
         facts.append(("also in", ", ".join(_code(path) for path in run.copies)))
-    facts.append(("created", escape(str(result.get("created", "?")))))
-    facts.append(("task", escape(f"{task.get('name', '?')} version {task.get('version', '?')}")))
-    facts.append(("task parameters", _mapping(task.get("params"))))
-    data = task.get("data")
+    facts.append(("created", escape("?" if result.created is None else result.created)))
+    facts.append(("task", escape(f"{result.task_name} version {result.task_version}")))
+    facts.append(("task parameters", _mapping(result.task_params)))
+    data = raw["task"].get("data")
     if isinstance(data, dict):
         if "dir" in data:
             facts.append(("data folder", _code(data["dir"])))
@@ -163,20 +152,20 @@ def _facts(run: Run) -> list[tuple[str, str]]:
                 facts.append(
                     (f"data: {split}", _code(part.get("checksum", "?")) + (f" ({escape(extra)})" if extra else ""))
                 )
-    facts.append(("system", escape(str(system.get("name", "?")))))
+    facts.append(("system", escape(result.system_name)))
     if system.get("class"):
         facts.append(("system class", _code(system["class"])))
-    facts.append(("system parameters", _mapping(system.get("params"))))
+    facts.append(("system parameters", _mapping(result.system_params)))
     for key in ("checkpoint", "answers"):
         if isinstance(system.get(key), dict):
             facts.append((key, _code(system[key].get("checksum", "?"))))
-    facts.append(("seed", escape(str(_section(result, "seeds").get("seed")))))
-    if result.get("fingerprint"):
-        facts.append(("fingerprint", _code(result["fingerprint"])))
-    main = _section(result, "main_score")
+    facts.append(("seed", escape(str(result.seed))))
+    if result.fingerprint:
+        facts.append(("fingerprint", _code(result.fingerprint)))
+    main = _section(raw, "main_score")
     if main:
         facts.append(("main score", escape(f"{main.get('name')} = {main.get('value')}")))
-    timings = _section(result, "timings_s")
+    timings = _section(raw, "timings_s")
     if timings:
         facts.append(("timings", escape(", ".join(f"{name} {_seconds(value)}" for name, value in timings.items()))))
     if env:
@@ -191,12 +180,12 @@ def _facts(run: Run) -> list[tuple[str, str]]:
         facts.append(("libraries", ", ".join(escape(f"{name} {version}") for name, version in libraries.items())))
         if isinstance(env.get("image_packages"), list):
             facts.append(("image packages", escape(f"{len(env['image_packages'])} (listed in the record below)")))
-    if isinstance(result.get("command"), list):
-        facts.append(("command", _code(shlex.join(str(arg) for arg in result["command"]))))
+    if isinstance(raw.get("command"), list):
+        facts.append(("command", _code(shlex.join(str(arg) for arg in raw["command"]))))
     return facts
 
 
-def _section(result: dict[str, Any], name: str) -> dict[str, Any]:
+def _section(result: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     section = result.get(name)
     return section if isinstance(section, dict) else {}
 

@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.files import read_jsonl, write_json, write_jsonl
+from core.errors import HarnessError
+from core.files import read_jsonl, write_json, write_jsonl
 from harness.metrics.table import higher_is_better
 from harness.provenance import environment
 from harness.task import Evaluation, TaskMetadata

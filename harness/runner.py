@@ -26,20 +26,24 @@ from typing import Any, NamedTuple
 
 from filelock import FileLock, Timeout
 
-from harness import registry
-from harness.data_location import DataLocation
-from harness.errors import HarnessError
-from harness.files import (
+from core.errors import HarnessError
+from core.files import (
     ATOMIC_WRITE_SUFFIX,
+    SET_ASIDE_SUFFIX,
+    STAGED_SUFFIX,
     atomic_write,
     find_temporaries,
+    folder_temporaries,
     remove_temporaries,
     sha256_files,
     staging_folder,
+    swap_folder,
     write_jsonl,
 )
+from core.progress import duration
+from harness import registry
+from harness.data_location import DataLocation
 from harness.params import build
-from harness.progress import duration
 from harness.results import (
     DETAILS_NAME,
     RESULT_NAME,
@@ -49,22 +53,23 @@ from harness.results import (
     write_details,
     write_result_file,
 )
+from harness.runtime import load_like
+from harness.seeding import seed_everything
 from harness.system import constructor_params
-from toolkit.checkpoint import load_like
-from toolkit.seeding import seed_everything
+from harness.task import Evaluation
 
 logger = logging.getLogger("harness")
 
 ANSWERS_NAME = "answers.jsonl"
 CHECKPOINT_NAME = "checkpoint"
 FIT_FINGERPRINT_NAME = "checkpoint.fingerprint"
-STAGED_SUFFIX = ".new"  # `--overwrite` builds its run in `.seed-N.XXXXXXXX.new` beside the run folder,
-SET_ASIDE_SUFFIX = ".old"  # and sets the run it replaces aside as `.seed-N.XXXXXXXX.old` until the swap is done
+# `--overwrite` builds its run in `.seed-N.XXXXXXXX.new` beside the run folder and sets the run it replaces aside
+# as `.seed-N.XXXXXXXX.old` until the swap is done (core.files.swap_folder)
 # what the harness writes in a run folder; anything else there (a user's notes) is carried over by --overwrite
 OWN_NAMES = (RESULT_NAME, DETAILS_NAME, ANSWERS_NAME, CHECKPOINT_NAME, FIT_FINGERPRINT_NAME)
-OWN_TEMPORARIES = [(name, ATOMIC_WRITE_SUFFIX) for name in OWN_NAMES if name != CHECKPOINT_NAME] + [
-    (CHECKPOINT_NAME, "")  # toolkit.checkpoint stages `.checkpoint.XXXXXXXX/`
-]
+OWN_TEMPORARIES = [(name, ATOMIC_WRITE_SUFFIX) for name in OWN_NAMES if name != CHECKPOINT_NAME] + folder_temporaries(
+    CHECKPOINT_NAME  # toolkit.checkpoint writes through core.files.staged_folder
+)
 
 
 class RunOutcome(NamedTuple):
@@ -111,6 +116,15 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
+class _Setup(NamedTuple):
+    """A run's names resolved: the task (with every setting), a fresh system, the run folder."""
+
+    task: Any
+    task_params: dict[str, Any]  # with defaults: the record names every setting
+    system: Any
+    run_dir: Path
+
+
 def run(
     *,
     system_name: str,
@@ -129,74 +143,34 @@ def run(
     given, then a HarnessError), and then keeps or replaces what it finished like any existing run.
     """
     data = data if isinstance(data, DataLocation) else DataLocation(data_dir=Path(data))
-    params = dict(params or {})
-    given_task_params = dict(task_params or {})
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    task = make_task(task_name, given_task_params)
-    task_params = constructor_params(task)  # with defaults: the record names every setting
-    meta = task.metadata
-    system = make_system(system_name, params)
-    run_dir = run_folder(
-        out_dir,
-        task_name,
-        system_name,
-        seed,
-        params,
-        {k: v for k, v in task_params.items() if k in given_task_params},
-        data,
-    )
-
-    with duration("load", timings):
-        train = data.load(task, "train")
-        test = data.load(task, "test")
-    if data.format_sample:
-        logger.warning("%s is a format sample the project wrote, not real data: its scores mean nothing", data.label)
-    overlap = split_overlap(task, train, test)
-
+    setup = _resolve(system_name, task_name, data, seed, out_dir, dict(params or {}), dict(task_params or {}))
+    train, test, overlap = _load_data(setup.task, data, timings)
+    meta = setup.task.metadata
     fit_key = {
-        "task": [meta.name, meta.version, task_params],
+        "task": [meta.name, meta.version, setup.task_params],
         "train": train.checksum,
         "system": system_name,
-        "params": system.params(),
+        "params": setup.system.params(),
         "seed": seed,
     }
-    run_key = {**fit_key, "test": test.checksum}
-    fingerprint = "sha256:" + _digest(run_key)
+    fit_fingerprint = "sha256:" + _digest(fit_key)
+    fingerprint = "sha256:" + _digest({**fit_key, "test": test.checksum})
+    run_dir = setup.run_dir
 
     main_process = is_main_process()  # under torchrun only the main process writes, so only it locks
     with _holding(run_dir, lock_timeout) if main_process else contextlib.nullcontext():
         if main_process:
             _remove_stale_temporaries(run_dir)
-        result_path = run_dir / RESULT_NAME
-        if result_path.exists() and not overwrite:
-            earlier = read_result(result_path)
-            if earlier.get("fingerprint") == fingerprint:
-                logger.info("kept the existing result %s (pass --overwrite to recompute)", result_path)
-                return RunOutcome(run_dir, earlier, reused=True)
-            raise HarnessError(
-                f"{result_path} holds a run on other data or parameters; pass --overwrite to replace it, "
-                "or choose another --out"
-            )
-
+        earlier = _kept_result(run_dir, fingerprint, overwrite)
+        if earlier is not None:
+            return RunOutcome(run_dir, earlier, reused=True)
         seed_everything(seed)
-        fit_fingerprint = "sha256:" + _digest(fit_key)
-        fingerprint_path = run_dir / FIT_FINGERPRINT_NAME
-        resumable = (
-            not overwrite
-            and fingerprint_path.is_file()
-            and fingerprint_path.read_text(encoding="utf-8").strip() == fit_fingerprint
-        )
-        if resumable:
-            logger.info("resuming from the fitted checkpoint %s", run_dir / CHECKPOINT_NAME)
-            system = load_like(system, run_dir / CHECKPOINT_NAME)  # the run-time settings given to this run
-            timings["fit"] = 0.0
-        else:
-            with duration("fit", timings):
-                system.fit(train, seed=seed)
-            if not main_process:
-                # under torchrun every process trains; only the main one writes and evaluates
-                return RunOutcome(run_dir, {}, reused=False)
+        system, resumed = _load_or_fit(setup.system, train, run_dir, fit_fingerprint, seed, overwrite, timings)
+        if not resumed and not main_process:
+            # under torchrun every process trains; only the main one writes and evaluates
+            return RunOutcome(run_dir, {}, reused=False)
 
         # Where a result may stand (--overwrite), the new run is built in a sibling folder and swapped in with
         # renames once complete: until then the old run stays whole. Building in place after removing result.json
@@ -204,34 +178,14 @@ def run(
         # above otherwise) and builds in place, so a crash after fitting leaves a checkpoint to resume from.
         work_dir = staging_folder(run_dir, STAGED_SUFFIX) if overwrite else run_dir
         try:
-            if not resumable:
+            if not resumed:
                 _save_fit(system, work_dir, fit_fingerprint)
-            with duration("evaluate", timings):
-                evaluation = task.evaluate(system, test)
-            if evaluation.answers:
-                write_jsonl(work_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in evaluation.answers))
+            evaluation = _evaluate(setup.task, system, test, work_dir, timings)
             timings["total"] = round(time.perf_counter() - started, 6)
-
-            task_section = task_record(
-                meta,
-                task_params,
-                evaluation,
-                {
-                    **data.record(),
-                    "train": {"checksum": train.checksum, "size": _size(train)},
-                    "test": {"checksum": test.checksum, "size": _size(test), **_corpus(test)},
-                    **overlap,
-                },
-            )
-            system_section = {
-                "name": system_name,
-                "class": f"{type(system).__module__}:{type(system).__qualname__}",
-                "params": system.params(),
-                "checkpoint": {"path": CHECKPOINT_NAME, "checksum": _checkpoint_checksum(work_dir / CHECKPOINT_NAME)},
-            }
+            data_record = {**data.record(), **_split_records(train, test), **overlap}
             result = build_result(
-                task=task_section,
-                system=system_section,
+                task=task_record(meta, setup.task_params, evaluation, data_record),
+                system=_system_record(system_name, system, work_dir),
                 seed=seed,
                 evaluation=evaluation,
                 timings=timings,
@@ -249,6 +203,95 @@ def run(
             _carry_over(set_aside, run_dir)
             shutil.rmtree(set_aside, ignore_errors=True)
     return RunOutcome(run_dir, result, reused=False)
+
+
+def _resolve(
+    system_name: str,
+    task_name: str,
+    data: DataLocation,
+    seed: int,
+    out_dir: Path,
+    params: dict[str, Any],
+    given_task_params: dict[str, Any],
+) -> _Setup:
+    """Build the task and the system from their names and parameters, and name the run folder."""
+    task = make_task(task_name, given_task_params)
+    task_params = constructor_params(task)
+    system = make_system(system_name, params)
+    given = {key: value for key, value in task_params.items() if key in given_task_params}
+    run_dir = run_folder(out_dir, task_name, system_name, seed, params, given, data)
+    return _Setup(task, task_params, system, run_dir)
+
+
+def _load_data(task: Any, data: DataLocation, timings: dict[str, float]) -> tuple[Any, Any, dict[str, int]]:
+    """The train and test splits, and the task's counts of what they share."""
+    with duration("load", timings):
+        train = data.load(task, "train")
+        test = data.load(task, "test")
+    if data.format_sample:
+        logger.warning("%s is a format sample the project wrote, not real data: its scores mean nothing", data.label)
+    return train, test, split_overlap(task, train, test)
+
+
+def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool) -> dict[str, Any] | None:
+    """The finished result in run_dir if it is this run's (and not `overwrite`); a HarnessError if it is another's."""
+    result_path = run_dir / RESULT_NAME
+    if not result_path.exists() or overwrite:
+        return None
+    earlier = read_result(result_path)
+    if earlier.get("fingerprint") != fingerprint:
+        raise HarnessError(
+            f"{result_path} holds a run on other data or parameters; pass --overwrite to replace it, "
+            "or choose another --out"
+        )
+    logger.info("kept the existing result %s (pass --overwrite to recompute)", result_path)
+    return earlier
+
+
+def _load_or_fit(
+    system: Any, train: Any, run_dir: Path, fit_fingerprint: str, seed: int, overwrite: bool, timings: dict[str, float]
+) -> tuple[Any, bool]:
+    """The fitted system and whether it was resumed: loaded from run_dir's checkpoint where that is this fit's."""
+    fingerprint_path = run_dir / FIT_FINGERPRINT_NAME
+    resumable = (
+        not overwrite
+        and fingerprint_path.is_file()
+        and fingerprint_path.read_text(encoding="utf-8").strip() == fit_fingerprint
+    )
+    if resumable:
+        logger.info("resuming from the fitted checkpoint %s", run_dir / CHECKPOINT_NAME)
+        timings["fit"] = 0.0
+        return load_like(system, run_dir / CHECKPOINT_NAME), True  # the run-time settings given to this run
+    with duration("fit", timings):
+        system.fit(train, seed=seed)
+    return system, False
+
+
+def _evaluate(task: Any, system: Any, test: Any, work_dir: Path, timings: dict[str, float]) -> Evaluation:
+    """Score the system on the test split; write its answers (PAN format) where the task gives answers."""
+    with duration("evaluate", timings):
+        evaluation = task.evaluate(system, test)
+    if evaluation.answers:
+        write_jsonl(work_dir / ANSWERS_NAME, ({"id": a.id, "value": a.value} for a in evaluation.answers))
+    return evaluation
+
+
+def _split_records(train: Any, test: Any) -> dict[str, Any]:
+    """The `train` and `test` parts of the record's `task.data`: checksum, size, and the test corpus."""
+    return {
+        "train": {"checksum": train.checksum, "size": _size(train)},
+        "test": {"checksum": test.checksum, "size": _size(test), **_corpus(test)},
+    }
+
+
+def _system_record(system_name: str, system: Any, work_dir: Path) -> dict[str, Any]:
+    """The record's `system` section: name, class, parameters, and the checksum of the checkpoint in work_dir."""
+    return {
+        "name": system_name,
+        "class": f"{type(system).__module__}:{type(system).__qualname__}",
+        "params": system.params(),
+        "checkpoint": {"path": CHECKPOINT_NAME, "checksum": _checkpoint_checksum(work_dir / CHECKPOINT_NAME)},
+    }
 
 
 def run_lock_path(run_dir: Path) -> Path:
@@ -320,16 +363,10 @@ def _save_fit(system: Any, folder: Path, fit_fingerprint: str) -> None:
 
 def _swap_in(staged: Path, run_dir: Path) -> Path | None:
     """Put a complete staged run (all but result.json) in run_dir's place; return where the old one was set aside."""
-    if not run_dir.exists():
-        os.replace(staged, run_dir)
-        return None
     # the old run loses its result.json first: a crash between the renames then leaves no result beside another
     # run's files, and none in a hidden folder for the leaderboard to find
     (run_dir / RESULT_NAME).unlink(missing_ok=True)
-    set_aside = staged.with_name(staged.name.removesuffix(STAGED_SUFFIX) + SET_ASIDE_SUFFIX)
-    os.replace(run_dir, set_aside)
-    os.replace(staged, run_dir)
-    return set_aside
+    return swap_folder(staged, run_dir)
 
 
 def split_overlap(task: Any, train: Any, test: Any) -> dict[str, int]:

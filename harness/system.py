@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.records import Answer, VerificationData, VerificationProblem
 from harness.params import describe
-from harness.records import Answer, VerificationData, VerificationProblem
 
 
 class VerificationSystem(Protocol):

@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
+from core.records import Answer
 from harness.metrics.table import is_known
-from harness.records import Answer
 
+# The kind of task, by what its main score judges: answers to verification problems, rankings of candidates
+# (retrieval) or same-author scores of trials (linking); recorded in result.json as `task.kind`. Not the kind of
+# data a task gives its systems, which the registry declares (`harness.registry.DATA_KINDS`).
 TASK_KINDS = ("verification", "retrieval", "linking")
 
 
@@ -19,7 +22,7 @@ class TaskMetadata:
 
     name: str
     version: str  # bump when data handling or scoring changes: leaderboards refuse to mix versions
-    kind: str
+    kind: str  # one of TASK_KINDS
     description: str
     main_score: str
     measures: tuple[str, ...]

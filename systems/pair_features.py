@@ -60,29 +60,18 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import product
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.progress import pbar
-from harness.records import Answer, VerificationData, VerificationProblem
-from harness.system import constructor_params
-from toolkit.calibration import (
-    AbstainBand,
-    band_from_state,
-    band_grid,
-    band_objective,
-    check_objective,
-    cross_fitted_folds,
-    fit_abstain_band,
-    objective_function,
-    training_labels,
-)
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
+from core.errors import HarnessError
+from core.progress import pbar
+from core.records import VerificationData, VerificationProblem
+from toolkit.calibration import cross_fitted_folds, objective_function
+from toolkit.verifier import CalibratedVerifier, require_both_classes
 
 FEATURES = (
     *(f"char{n}_{measure}" for n in (1, 2, 3, 4) for measure in ("cosine", "minmax")),
@@ -341,10 +330,12 @@ class TreeArrays:
         return {key: getattr(self, key) for key in self.KEYS}
 
 
-class PairFeatures:
+class PairFeatures(CalibratedVerifier):
     """Pair similarity features -> CART tree (settings chosen by text-disjoint CV) -> leaf probability -> band."""
 
     name: ClassVar[str] = "pair_features"
+    FITTED: ClassVar[tuple[str, ...]] = ("_tree", "_band")
+    CALIBRATION_IN_STATE: ClassVar[bool] = False  # the folds are in "chosen", with the settings they chose
 
     def __init__(
         self,
@@ -355,41 +346,24 @@ class PairFeatures:
         grid_step: float = 0.01,
         objective: str = "task",
     ) -> None:
-        if min_samples_leaf < 1 or trees < 1 or calibration_folds < 2:
-            raise ValueError(
-                f"need min_samples_leaf >= 1, trees >= 1 and calibration_folds >= 2, "
-                f"got {min_samples_leaf}, {trees}, {calibration_folds}"
-            )
-        band_grid(grid_step)  # refuse a bad step or objective now, not after the features are computed
-        check_objective(objective)
-        self.min_samples_leaf = min_samples_leaf
-        self.trees = trees
-        self.calibration_folds = calibration_folds
-        self.grid_step = grid_step
-        self.objective = objective
+        if min_samples_leaf < 1 or trees < 1:
+            raise ValueError(f"need min_samples_leaf >= 1 and trees >= 1, got {min_samples_leaf}, {trees}")
+        super().__init__(locals())
         self._tree: TreeArrays | None = None
-        self._band: AbstainBand | None = None
-        self._seed: int | None = None
         self._chosen: dict[str, Any] | None = None
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters."""
-        return constructor_params(self)
 
     def features(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(n, len(FEATURES)): the pair features of each problem."""
         rows = [pair_features(p) for p in pbar(problems, desc=f"{self.name}: features", unit="problems")]
         return np.array(rows, dtype=np.float64).reshape(len(problems), len(FEATURES))
 
-    def fit(self, train: VerificationData, *, seed: int) -> None:
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Choose criterion and depth on out-of-fold probabilities, fit the band on them, then the tree on all.
 
         With `trees` > 1 a random forest of that many CART trees (gini, grown to `min_samples_leaf`) is
         fitted instead, with no search: its out-of-fold probabilities fit the band.
         """
-        labels = training_labels(train)
-        if labels.all() or not labels.any():
-            raise HarnessError(f"{train.source}: fitting needs both same-author and different-author problems")
+        require_both_classes(train, labels)
         x = self.features(train.problems)
         folds, info = cross_fitted_folds(train.problems, k=self.calibration_folds, seed=seed)
         select = objective_function("auc_x_c_at_1")
@@ -404,9 +378,8 @@ class PairFeatures:
             if best is None or key > best:
                 best, best_oof, chosen = key, oof, {"criterion": criterion, "max_depth": depth}
         assert best is not None
-        self._band = fit_abstain_band(best_oof, labels, step=self.grid_step, **band_objective(self.objective, train))
+        self._band = self.fit_band(train, best_oof, labels)
         self._tree = self._fit_tree(x, labels, chosen["criterion"], chosen["max_depth"], seed)
-        self._seed = seed
         self._chosen = chosen | {"cv_auc_x_c_at_1": best[0]} | info
 
     def _fit_tree(self, x: np.ndarray, labels: np.ndarray, criterion: str, depth: int | None, seed: int) -> TreeArrays:
@@ -428,47 +401,17 @@ class PairFeatures:
         assert self._tree is not None
         return self._tree.predict(self.features(problems))
 
-    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
-        """Calibrated leaf probabilities: below the band "different", inside it 0.5, above it "same"."""
-        self._check_fitted()
-        if not problems:
-            return []
-        assert self._band is not None
-        values = self._band.apply(self.raw_scores(problems))
-        return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
-
-    def save(self, directory: Path) -> None:
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Band, seed and the chosen settings in config.json; the tree's arrays in weights.safetensors."""
-        self._check_fitted()
-        assert self._tree is not None and self._band is not None
-        state = {
-            "features": list(FEATURES),
-            "band": [self._band.p1, self._band.p2],
-            "seed": self._seed,
-            "chosen": self._chosen,
-        }
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=self._tree.arrays())
+        assert self._tree is not None
+        return {"features": list(FEATURES)} | self.band_state() | {"chosen": self._chosen}, self._tree.arrays()
 
-    @classmethod
-    def load(cls, directory: Path) -> PairFeatures:
-        """Read a checkpoint written by `save`."""
-        params, state, arrays = load_checkpoint(directory, system=cls.name)
-        try:
-            system = cls(**params)
-            if list(state["features"]) != list(FEATURES):
-                raise ValueError(f"written with another feature list ({len(state['features'])} features); refit it")
-            band = state["band"]
-            system._tree = TreeArrays(*(arrays[key] for key in TreeArrays.KEYS))
-        except (KeyError, TypeError, ValueError) as error:
-            raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        inner = system._tree.left >= 0
-        if ((system._tree.feature[inner] < 0) | (system._tree.feature[inner] >= len(FEATURES))).any():
-            raise HarnessError(f"{directory}: tree splits on a feature index outside 0..{len(FEATURES) - 1}")
-        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
-        system._seed = state.get("seed")
-        system._chosen = state.get("chosen")
-        return system
-
-    def _check_fitted(self) -> None:
-        if self._tree is None or self._band is None:
-            raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
+    def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
+        if list(state["features"]) != list(FEATURES):
+            raise ValueError(f"written with another feature list ({len(state['features'])} features); refit it")
+        tree = TreeArrays(*(arrays[key] for key in TreeArrays.KEYS))
+        inner = tree.left >= 0
+        if ((tree.feature[inner] < 0) | (tree.feature[inner] >= len(FEATURES))).any():
+            raise HarnessError(f"{where.parent}: tree splits on a feature index outside 0..{len(FEATURES) - 1}")
+        self._tree = tree
+        self._chosen = state.get("chosen")

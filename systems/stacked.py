@@ -55,21 +55,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.records import Answer, VerificationData, VerificationProblem
-from harness.system import constructor_params
-from toolkit.calibration import (
-    AbstainBand,
-    band_from_state,
-    band_grid,
-    band_objective,
-    check_objective,
-    cross_fitted_folds,
-    fit_abstain_band,
-    objective_function,
-    training_labels,
-)
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
+from core.errors import HarnessError
+from core.records import VerificationData, VerificationProblem
+from toolkit.calibration import cross_fitted_folds, objective_function
+from toolkit.verifier import CalibratedVerifier, check_folds, require_both_classes
 
 DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features")
 # pair_features as its forest: chosen over the single tree on out-of-fold AUC of training problems only
@@ -118,10 +107,12 @@ def _non_negative_logistic(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.n
     return np.asarray(result.x[:-1], dtype=np.float64), float(result.x[-1])
 
 
-class StackedEnsemble:
+class StackedEnsemble(CalibratedVerifier):
     """Logistic regression over the members' out-of-fold answers, abstain band on its own out-of-fold scores."""
 
     name: ClassVar[str] = "stacked"
+    FITTED: ClassVar[tuple[str, ...]] = ("_systems", "_coef", "_band")
+    CALIBRATION_IN_STATE: ClassVar[bool] = False  # the folds are in "info", with the out-of-fold measures
 
     def __init__(
         self,
@@ -149,41 +140,24 @@ class StackedEnsemble:
         strangers = sorted(set(member_params) - set(members))
         if strangers:
             raise ValueError(f"member_params names {', '.join(strangers)}, which are not members {list(members)}")
-        if folds < 2:
-            raise ValueError(f"folds must be at least 2, got {folds!r}")
+        check_folds(folds, "folds")
         if not meta_c > 0:
             raise ValueError(f"meta_c must be positive, got {meta_c!r}")
-        band_grid(grid_step)
-        check_objective(objective)
-        self.members = members
-        self.member_params = member_params
-        self.folds = folds
-        self.meta_c = meta_c
-        self.non_negative = non_negative
-        self.grid_step = grid_step
-        self.objective = objective
+        super().__init__(locals())
         self._systems: list[Any] | None = None
         self._coef: np.ndarray | None = None
         self._intercept: float | None = None
-        self._band: AbstainBand | None = None
-        self._seed: int | None = None
         self._info: dict[str, Any] | None = None
         self.meta_features: np.ndarray | None = None  # out-of-fold member answers of the last fit (not saved)
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters."""
-        return constructor_params(self)
 
     @property
     def info(self) -> dict[str, Any] | None:
         """How the fit went: folds, out-of-fold measures of each member and of the meta-model."""
         return self._info
 
-    def fit(self, train: VerificationData, *, seed: int) -> None:
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Out-of-fold member answers -> meta-model and its band (inner cross-fitting) -> members refitted on all."""
-        labels = training_labels(train)
-        if labels.all() or not labels.any():
-            raise HarnessError(f"{train.source}: fitting needs both same-author and different-author problems")
+        require_both_classes(train, labels)
         classes = [_member_class(name) for name in self.members]  # an unknown name fails before any fitting
         problems = train.problems
         assert train.truth is not None
@@ -206,7 +180,7 @@ class StackedEnsemble:
         for fit_on, held_out in folds:
             coef, intercept = self._fit_meta(meta[fit_on], labels[fit_on], seed)
             meta_oof[held_out] = _sigmoid(meta[held_out] @ coef + intercept)
-        band = fit_abstain_band(meta_oof, labels, step=self.grid_step, **band_objective(self.objective, train))
+        band = self.fit_band(train, meta_oof, labels)
         coef, intercept = self._fit_meta(meta, labels, seed)
 
         systems = self._new_members(classes)
@@ -215,7 +189,7 @@ class StackedEnsemble:
 
         select = objective_function("auc_x_c_at_1")
         self._systems = systems
-        self._coef, self._intercept, self._band, self._seed = coef, intercept, band, seed
+        self._coef, self._intercept, self._band = coef, intercept, band
         self.meta_features = meta
         self._info = fold_info | {
             "member_oof_auc_x_c_at_1": {n: select(labels, meta[:, j]) for j, n in enumerate(self.members)},
@@ -250,59 +224,32 @@ class StackedEnsemble:
         x = np.column_stack([[a.value for a in member.predict(problems)] for member in self._systems])
         return _sigmoid(x @ self._coef + self._intercept)
 
-    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
-        """Members' answers -> meta-model -> band: below it "different", inside it 0.5, above it "same"."""
-        self._check_fitted()
-        assert self._band is not None
-        values = self._band.apply(self.raw_scores(problems))
-        return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
-
     def save(self, directory: Path) -> None:
         """Meta-model and band here (config.json, weights.safetensors); each member in members/<name>/."""
-        self._check_fitted()
-        assert self._systems is not None and self._coef is not None and self._band is not None
-        directory = Path(directory)
-        state = {
-            "members": list(self.members),
-            "intercept": self._intercept,
-            "band": [self._band.p1, self._band.p2],
-            "seed": self._seed,
-            "info": self._info,
-        }
         # the members go in after: save_checkpoint replaces the whole folder
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays={"coef": self._coef})
+        super().save(directory)
+        assert self._systems is not None
         for name, member in zip(self.members, self._systems, strict=True):
-            member.save(directory / MEMBERS_FOLDER / name)
+            member.save(Path(directory) / MEMBERS_FOLDER / name)
 
-    @classmethod
-    def load(cls, directory: Path) -> StackedEnsemble:
-        """Read a checkpoint written by `save`, members included."""
-        directory = Path(directory)
-        params, state, arrays = load_checkpoint(directory, system=cls.name)
-        try:
-            system = cls(**params)
-            if list(state["members"]) != list(system.members):
-                raise ValueError(f"members {state['members']} do not match params {list(system.members)}")
-            coef = np.asarray(arrays["coef"], dtype=np.float64)
-            if coef.shape != (len(system.members),):
-                raise ValueError(f"coef has shape {coef.shape}, expected ({len(system.members)},)")
-            intercept = float(state["intercept"])
-            band = state["band"]
-        except (KeyError, TypeError, ValueError) as error:
-            raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        assert self._coef is not None
+        state = {"members": list(self.members), "intercept": self._intercept} | self.band_state() | {"info": self._info}
+        return state, {"coef": self._coef}
+
+    def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
+        """The meta-model from this checkpoint, each member from its own in members/<name>/."""
+        if list(state["members"]) != list(self.members):
+            raise ValueError(f"members {state['members']} do not match params {list(self.members)}")
+        coef = np.asarray(arrays["coef"], dtype=np.float64)
+        if coef.shape != (len(self.members),):
+            raise ValueError(f"coef has shape {coef.shape}, expected ({len(self.members)},)")
+        self._coef, self._intercept = coef, float(state["intercept"])
+        self._info = state.get("info")
         systems = []
-        for name in system.members:
-            folder = directory / MEMBERS_FOLDER / name
+        for name in self.members:
+            folder = where.parent / MEMBERS_FOLDER / name
             if not folder.is_dir():
                 raise HarnessError(f"{folder}: member checkpoint missing")
             systems.append(_member_class(name).load(folder))
-        system._systems = systems
-        system._coef, system._intercept = coef, intercept
-        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
-        system._seed = state.get("seed")
-        system._info = state.get("info")
-        return system
-
-    def _check_fitted(self) -> None:
-        if self._systems is None or self._coef is None or self._band is None:
-            raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
+        self._systems = systems

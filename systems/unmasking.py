@@ -43,28 +43,17 @@ import hashlib
 import re
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.progress import pbar
-from harness.records import Answer, VerificationData, VerificationProblem
-from harness.system import constructor_params
-from toolkit.calibration import (
-    AbstainBand,
-    band_from_state,
-    band_grid,
-    band_objective,
-    check_objective,
-    cross_fitted_scores,
-    fit_abstain_band,
-    training_labels,
-)
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
+from core.errors import HarnessError
+from core.progress import pbar
+from core.records import VerificationData, VerificationProblem
 from toolkit.logistic import StandardisedLogistic, fit_standardised_logistic
+from toolkit.verifier import CalibratedVerifier, require_both_classes
 
 _WORD = re.compile(r"\w+")
 
@@ -107,10 +96,11 @@ def _problem_seed(seed: int, problem: VerificationProblem) -> int:
     return (seed * 1_000_003 + int.from_bytes(digest[:6], "big")) % (2**32)
 
 
-class Unmasking:
+class Unmasking(CalibratedVerifier):
     """Degradation curves of known-vs-unknown chunk classification, a logistic regression over them, abstain band."""
 
     name: ClassVar[str] = "unmasking"
+    FITTED: ClassVar[tuple[str, ...]] = ("_model", "_band", "_seed")
 
     def __init__(
         self,
@@ -131,31 +121,10 @@ class Unmasking:
             raise ValueError(
                 f"need chunk_size >= 1 and 2 <= min_chunks <= max_chunks, got {chunk_size}, {min_chunks}, {max_chunks}"
             )
-        if features < 1 or rounds < 3 or removed < 1 or folds < 2 or svm_c <= 0 or calibration_folds < 2:
-            raise ValueError(
-                "need features >= 1, rounds >= 3, removed >= 1, folds >= 2, svm_c > 0, calibration_folds >= 2"
-            )
-        band_grid(grid_step)  # refuse a bad step or objective now, not after the curves are computed
-        check_objective(objective)
-        self.chunk_size = chunk_size
-        self.min_chunks = min_chunks
-        self.max_chunks = max_chunks
-        self.features = features
-        self.rounds = rounds
-        self.removed = removed
-        self.folds = folds
-        self.svm_c = svm_c
-        self.calibration_folds = calibration_folds
-        self.grid_step = grid_step
-        self.objective = objective
+        if features < 1 or rounds < 3 or removed < 1 or folds < 2 or svm_c <= 0:
+            raise ValueError("need features >= 1, rounds >= 3, removed >= 1, folds >= 2, svm_c > 0")
+        super().__init__(locals())
         self._model: StandardisedLogistic | None = None
-        self._band: AbstainBand | None = None
-        self._seed: int | None = None
-        self._calibration_info: dict[str, Any] | None = None
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters."""
-        return constructor_params(self)
 
     # --- the degradation curve ----------------------------------------------------------------------
 
@@ -237,11 +206,9 @@ class Unmasking:
 
     # --- fitting and answering ----------------------------------------------------------------------
 
-    def fit(self, train: VerificationData, *, seed: int) -> None:
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Curves of the training problems; the band on out-of-fold probabilities, then the classifier on all."""
-        labels = training_labels(train)
-        if labels.all() or not labels.any():
-            raise HarnessError(f"{train.source}: fitting needs both same-author and different-author problems")
+        require_both_classes(train, labels)
         x = self.curves(train.problems, seed=seed)
 
         def fit_and_score(fit_on: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -249,11 +216,8 @@ class Unmasking:
                 x[score]
             )
 
-        oof, info = cross_fitted_scores(train.problems, fit_and_score, k=self.calibration_folds, seed=seed)
-        self._band = fit_abstain_band(oof, labels, step=self.grid_step, **band_objective(self.objective, train))
+        self.cross_fit_band(train, labels, fit_and_score, seed=seed)
         self._model = fit_standardised_logistic(x, labels, seed=seed, max_iter=1000)
-        self._seed = seed
-        self._calibration_info = info
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """Probability of "same author" from the curve classifier, before the abstain band."""
@@ -263,49 +227,15 @@ class Unmasking:
         x = self.curves(problems, seed=self._seed)
         return self._model.probabilities(x)
 
-    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
-        """Calibrated probabilities: below the band "different", inside it 0.5, above it "same"."""
-        if not problems:
-            return []
-        values = self.band.apply(self.raw_scores(problems))
-        return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
-
-    @property
-    def band(self) -> AbstainBand:
-        """The abstain band, fitted on out-of-fold probabilities of the training problems."""
-        self._check_fitted()
-        assert self._band is not None
-        return self._band
-
-    def save(self, directory: Path) -> None:
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Band, seed and cross-fitting summary in config.json; standardisation and weights in safetensors."""
-        self._check_fitted()
-        band = self.band
-        state = {"band": [band.p1, band.p2], "seed": self._seed, "calibration": self._calibration_info}
         assert self._model is not None
-        arrays = self._model.arrays()
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
+        return self.band_state(), self._model.arrays()
 
-    @classmethod
-    def load(cls, directory: Path) -> Unmasking:
-        """Read a checkpoint written by `save`."""
-        params, state, arrays = load_checkpoint(directory, system=cls.name)
-        try:
-            system = cls(**params)
-            band = state["band"]
-            seed = int(state["seed"])
-            model = StandardisedLogistic.from_arrays(arrays)
-        except (KeyError, TypeError, ValueError, IndexError) as error:
-            raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
-        width = 5 * system.rounds - 6
+    def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
+        self._seed = int(state["seed"])
+        model = StandardisedLogistic.from_arrays(arrays)
+        width = 5 * self.rounds - 6
         if not model.mean.shape == model.scale.shape == model.coef.shape == (width,):
-            raise HarnessError(f"{directory}: weights must each have {width} values (rounds={system.rounds})")
-        system._model = model
-        system._band = band_from_state(band, where=Path(directory) / CONFIG_NAME)
-        system._seed = seed
-        system._calibration_info = state.get("calibration")
-        return system
-
-    def _check_fitted(self) -> None:
-        if self._model is None or self._band is None or self._seed is None:
-            raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
+            raise HarnessError(f"{where.parent}: weights must each have {width} values (rounds={self.rounds})")
+        self._model = model

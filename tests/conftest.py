@@ -6,9 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
+from helpers.paths import SHARED_DATA
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -25,7 +25,7 @@ def _script() -> Any:
 
 @pytest.fixture(scope="module")
 def extracted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conftest import SHARED_DATA
+    from helpers.paths import SHARED_DATA
 
     root = tmp_path_factory.mktemp("verification-pan") / "extracted"
     for name in ("pan13-15-av-en.tar.gz", "pan13-av-en.tar.gz"):

@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
+from core.records import NO_ANSWER, RankingMeasure, VerificationData, VerificationProblem
 from harness.metrics.verification import PROFILES
-from harness.records import NO_ANSWER, RankingMeasure, VerificationData, VerificationProblem
 from toolkit.splits import grouped_folds, problem_groups, text_key
 
 # The calibrated ranges of PAN's baseline: answers avoid (0.49, 0.51) except for the 0.5 itself.
@@ -200,6 +200,20 @@ def training_labels(data: VerificationData) -> np.ndarray:
 FitAndScore = Callable[[np.ndarray, np.ndarray], Sequence[float] | np.ndarray]
 """`fit_and_score(train_indices, held_out_indices)`: fit a scorer on the problems at `train_indices`
 only, return the raw scores of the problems at `held_out_indices` (same order)."""
+
+
+def fit_then_score(
+    problems: Sequence[VerificationProblem],
+    fit: Callable[[Sequence[VerificationProblem]], Any],
+    score: Callable[[Sequence[VerificationProblem], Any], np.ndarray],
+) -> FitAndScore:
+    """The `fit_and_score` of a scorer made by `fit(problems)` and applied by `score(problems, scorer)`."""
+
+    def fit_and_score(train_indices: np.ndarray, held_out_indices: np.ndarray) -> np.ndarray:
+        scorer = fit([problems[i] for i in train_indices])
+        return score([problems[i] for i in held_out_indices], scorer)
+
+    return fit_and_score
 
 
 def cross_fitted_folds(

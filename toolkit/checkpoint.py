@@ -11,18 +11,17 @@ that loads a checkpoint, not of the checkpoint: `runtime_params` replaces them w
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
+from core.files import staged_folder
+from harness.runtime import RUNTIME_SETTINGS
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "weights.safetensors"
@@ -30,9 +29,6 @@ CHECKPOINT_FORMAT = 1
 CHECKSUMS_KEY = "checksums"
 CONTENT_CHECKSUM = "content"  # of format, system, params and state, as canonical JSON
 REFIT = "refit it (harness run --overwrite)"
-# Parameters that say where and how a system runs on this machine, not what it learned: never read from a
-# checkpoint (a cache_dir there would make `predict` write wherever the checkpoint says).
-RUNTIME_SETTINGS = ("device", "mixed_precision", "cpu_threads", "cache_dir")
 
 
 def save_checkpoint(
@@ -50,14 +46,9 @@ def save_checkpoint(
     """
     from safetensors.numpy import save_file
 
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    # mkdtemp makes the folder private (0700); give it the permissions a plain mkdir would
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(staging, 0o777 & ~umask)
-    try:
+    with staged_folder(Path(directory)) as staging:
         config: dict[str, Any] = {"format": CHECKPOINT_FORMAT, "system": system, "params": params, "state": state}
         checksums = {CONTENT_CHECKSUM: _content_checksum(json.loads(json.dumps(config)))}
         if arrays:
@@ -65,14 +56,8 @@ def save_checkpoint(
             checksums[WEIGHTS_NAME] = _file_checksum(staging / WEIGHTS_NAME)
         config[CHECKSUMS_KEY] = checksums
         (staging / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        for written in staging.iterdir():  # safetensors writes its file private (0600) too
+        for written in staging.iterdir():  # safetensors writes its file private (0600); give what open() gives
             os.chmod(written, 0o666 & ~umask)
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def load_checkpoint(directory: Path, *, system: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
@@ -121,20 +106,6 @@ def runtime_params(
         )
     kept = {key: value for key, value in params.items() if key not in RUNTIME_SETTINGS}
     return {**kept, **runtime}
-
-
-def load_like(system: Any, directory: Path) -> Any:
-    """Load the checkpoint `directory` into a system of `system`'s class with `system`'s run-time settings.
-
-    For a run that resumes from its own checkpoint: the device, cache folder, ... the user gave this run
-    apply, as `runtime_params` would otherwise put the defaults in their place.
-    """
-    params = system.params()
-    runtime = {key: params[key] for key in RUNTIME_SETTINGS if key in params}
-    load = type(system).load
-    if runtime and "runtime" in inspect.signature(load).parameters:
-        return load(directory, runtime=runtime)
-    return load(directory)
 
 
 # -- reading and checking ------------------------------------------------------------------------------------------

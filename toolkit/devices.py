@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 

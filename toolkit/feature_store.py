@@ -8,7 +8,7 @@ opens it names the folder after a hash of that description. Inside it:
     <shard>.rows.npy      every row of the shard's texts, concatenated: (rows, *row_shape)
     <shard>.keys.npy      (key, start, count) per text: its rows are rows[start:start + count]
 
-A text's key is a 16-byte hash of the text (`text_key`); a text owns one or more rows (the chunks
+A text's key is a 16-byte hash of the text as given (`cache_key`); a text owns one or more rows (the chunks
 of a text, or its one vector). Safe against partial writes and concurrent writers: a shard's two
 files are written beside their names and renamed into place, and only then is the shard added to
 the index, under a file lock; a reader only ever opens shards the index lists, so a crash leaves at
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.files import atomic_write
+from core.files import atomic_write
 
 logger = logging.getLogger("harness")
 
@@ -43,8 +43,12 @@ OPEN_SHARDS = 64
 _ROWS, _KEYS = ".rows.npy", ".keys.npy"
 
 
-def text_key(text: str) -> bytes:
-    """The 16-byte key of a text (blake2b of its UTF-8 bytes; lone surrogates kept)."""
+def cache_key(text: str) -> bytes:
+    """The 16-byte store key of a text: blake2b of its UTF-8 bytes as given (lone surrogates kept).
+
+    Not `toolkit.splits.text_key`, which identifies a text up to white space for leak checks: a cache
+    keeps exactly what was computed, so two spellings of a text are two entries.
+    """
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=KEY_BYTES).digest()
 
 

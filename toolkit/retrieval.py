@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 METRICS = ("cosine", "euclidean")
 

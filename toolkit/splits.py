@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.records import VerificationProblem
+from core.errors import HarnessError
+from core.records import VerificationProblem
 
 _SPACE = re.compile(r"\s+")
 
@@ -30,7 +30,8 @@ def normalise_text(text: str) -> str:
 
 
 def text_key(text: str) -> str:
-    """A hash of the normalised text: equal for texts that differ only in white space, BOM or Unicode form."""
+    """A text's identity for leak checks: a hash of the normalised text, equal for texts that differ only in white
+    space, BOM or Unicode form (a feature cache keys raw text instead: `toolkit.feature_store.cache_key`)."""
     return hashlib.sha256(normalise_text(text).encode("utf-8", "surrogatepass")).hexdigest()
 
 

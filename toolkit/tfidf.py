@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 # The word analyzer's terms: words of any length ("I", "a" carry style) and each punctuation mark as a
 # term of its own; scikit-learn's default pattern drops both. Every word TF-IDF system uses it.

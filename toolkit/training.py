@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from harness.progress import Progress
+from core.progress import Progress
 from toolkit.devices import grad_scaler
 from toolkit.distributed import DistributedContext, all_reduce_mean
 

@@ -40,7 +40,7 @@ class Measure(NamedTuple):
     function: str  # "module:function", imported when the measure is computed
     higher_is_better: bool
     description: str
-    inputs: Inputs
+    inputs: Inputs  # what its function is called with (module doc); not a task's kind nor the data it gives
     parameters: Mapping[str, Any] = {}  # keyword parameters and their defaults
     pattern: str | None = None  # a parametrised measure's names, e.g. r"recall_at_(?P<k>\d+)"
 

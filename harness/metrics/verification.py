@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.records import NO_ANSWER
+from core.records import NO_ANSWER
 
 # Measure names in the order PAN's evaluators compute them; `overall` is their mean.
 PROFILES: dict[str, tuple[str, ...]] = {

@@ -11,28 +11,18 @@ regression fitted on the other folds, which hold none of its texts (`toolkit.cal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.progress import pbar
-from harness.records import NO_ANSWER, Answer, VerificationData, VerificationProblem
-from harness.system import constructor_params
-from toolkit.calibration import (
-    AbstainBand,
-    band_from_state,
-    band_grid,
-    band_objective,
-    check_objective,
-    cross_fitted_scores,
-    fit_abstain_band,
-    training_labels,
-)
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
+from core.errors import HarnessError
+from core.progress import pbar
+from core.records import NO_ANSWER, VerificationData, VerificationProblem
+from toolkit.calibration import AbstainBand
 from toolkit.logistic import StandardisedLogistic, fit_standardised_logistic
+from toolkit.verifier import CalibratedVerifier, require_both_classes
 
 CALIBRATIONS = ("band", "radius", "none")
 FEATURES = ("mean_cross_entropy", "abs_diff_cross_entropy")
@@ -63,7 +53,7 @@ def cross_entropy(text: bytes | str, context: bytes | str, *, order: int = 5, me
     return 8.0 * size / len(data)
 
 
-class CompressorBaseline:
+class CompressorBaseline(CalibratedVerifier):
     """PPMd cross-entropies of known vs unknown text -> logistic regression -> calibrated probability.
 
     calibration: "band" grid-searches an abstain band on out-of-fold probabilities of the training
@@ -72,6 +62,7 @@ class CompressorBaseline:
     """
 
     name: ClassVar[str] = "compressor"
+    FITTED: ClassVar[tuple[str, ...]] = ("_model",)  # the band only with calibration "band"
 
     def __init__(
         self,
@@ -92,27 +83,9 @@ class CompressorBaseline:
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
         if not 0.0 <= radius < 0.5:
             raise ValueError(f"radius must be in [0, 0.5), got {radius!r}")
-        # refuse a bad step or objective now rather than after the features are computed
-        band_grid(grid_step)
-        check_objective(objective)
-        if calibration_folds < 2:
-            raise ValueError(f"calibration_folds must be at least 2, got {calibration_folds!r}")
-        self.order = order
-        self.memory = memory
-        self.calibration = calibration
-        self.radius = radius
-        self.grid_step = grid_step
-        self.objective = objective
-        self.calibration_folds = calibration_folds
-        # the fitted model: feature standardisation, logistic regression weights, band
+        super().__init__(locals())
+        # the fitted model: feature standardisation, logistic regression weights
         self._model: StandardisedLogistic | None = None
-        self._band: AbstainBand | None = None
-        self._seed: int | None = None
-        self._calibration: dict[str, Any] | None = None
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters."""
-        return constructor_params(self)
 
     @property
     def band(self) -> AbstainBand | None:
@@ -133,20 +106,11 @@ class CompressorBaseline:
             rows[i] = ((h_unknown + h_known) / 2.0, abs(h_unknown - h_known))
         return rows
 
-    @property
-    def calibration_info(self) -> dict[str, Any] | None:
-        """How the band's out-of-fold scores were made (folds, grouping, dropped problems); None without a band."""
-        return self._calibration
-
-    def fit(self, train: VerificationData, *, seed: int) -> None:
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Fit the logistic regression on all training features; (calibration "band") the band on out-of-fold ones."""
-        labels = training_labels(train)
-        if labels.all() or not labels.any():
-            raise HarnessError(f"{train.source}: fitting needs both same-author and different-author problems")
+        require_both_classes(train, labels)
         # the cross-entropies involve no fitting, so they are computed once and shared by the folds
         x = self.features(train.problems)
-        self._band = None
-        self._calibration = None
         if self.calibration == "band":
 
             def fit_and_score(train_indices: np.ndarray, held_out_indices: np.ndarray) -> np.ndarray:
@@ -159,71 +123,37 @@ class CompressorBaseline:
                     x[held_out_indices]
                 )
 
-            out_of_fold, self._calibration = cross_fitted_scores(
-                train.problems, fit_and_score, k=self.calibration_folds, seed=seed
-            )
-            self._band = fit_abstain_band(
-                out_of_fold, labels, step=self.grid_step, **band_objective(self.objective, train)
-            )
+            self.cross_fit_band(train, labels, fit_and_score, seed=seed)
         self._model = fit_standardised_logistic(x, labels, seed=seed)
-        self._seed = seed
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """Probability of "same author" from the logistic regression, before calibration."""
         self._check_fitted()
-        return self._probabilities(self.features(problems))
+        assert self._model is not None
+        return self._model.probabilities(self.features(problems))
 
-    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
-        """Calibrated probabilities, one per problem; 0.5 where the system abstains."""
-        probabilities = self.raw_scores(problems)
+    def calibrate(self, raw: np.ndarray) -> np.ndarray:
+        """The band ("band"), PAN's radius around 0.5 ("radius"), or the probabilities as they are ("none")."""
         if self.calibration == "band":
-            assert self._band is not None
-            values = self._band.apply(probabilities)
-        elif self.calibration == "radius":
-            values = np.where(np.abs(probabilities - NO_ANSWER) <= self.radius, NO_ANSWER, probabilities)
-        else:
-            values = probabilities
-        return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
+            return super().calibrate(raw)
+        if self.calibration == "radius":
+            return np.where(np.abs(raw - NO_ANSWER) <= self.radius, NO_ANSWER, raw)
+        return raw
 
-    def save(self, directory: Path) -> None:
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Band and seed in config.json; standardisation and regression weights in weights.safetensors."""
-        self._check_fitted()
-        state = {
-            "features": list(FEATURES),
-            "band": None if self._band is None else [self._band.p1, self._band.p2],
-            "seed": self._seed,
-            "calibration": self._calibration,
-        }
         assert self._model is not None
-        arrays = self._model.arrays()
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
+        return {"features": list(FEATURES)} | self.band_state(), self._model.arrays()
 
-    @classmethod
-    def load(cls, directory: Path) -> CompressorBaseline:
-        """Read a checkpoint written by `save`."""
-        params, state, arrays = load_checkpoint(directory, system=cls.name)
-        try:
-            system = cls(**params)
-            if list(state["features"]) != list(FEATURES):
-                raise ValueError(f"features {state['features']} are not {list(FEATURES)}")
-            band = state["band"]
-            model = StandardisedLogistic.from_arrays(arrays)
-        except (KeyError, TypeError, ValueError, IndexError) as error:
-            raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
+    def _read_band(self, value: Any, *, where: Path) -> AbstainBand | None:
+        if (value is None) != (self.calibration != "band"):
+            raise HarnessError(f"{where.parent}: band {value!r} does not fit calibration {self.calibration!r}")
+        return None if value is None else super()._read_band(value, where=where)
+
+    def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
+        if list(state["features"]) != list(FEATURES):
+            raise ValueError(f"features {state['features']} are not {list(FEATURES)}")
+        model = StandardisedLogistic.from_arrays(arrays)
         if not model.mean.shape == model.scale.shape == model.coef.shape == (len(FEATURES),):
-            raise HarnessError(f"{directory}: weights must each have {len(FEATURES)} values")
-        if (band is None) != (system.calibration != "band"):
-            raise HarnessError(f"{directory}: band {band!r} does not fit calibration {system.calibration!r}")
-        system._model = model
-        system._band = None if band is None else band_from_state(band, where=Path(directory) / CONFIG_NAME)
-        system._seed = state.get("seed")
-        system._calibration = state.get("calibration")  # absent in checkpoints written before cross-fitting
-        return system
-
-    def _check_fitted(self) -> None:
-        if self._model is None:
-            raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
-
-    def _probabilities(self, x: np.ndarray) -> np.ndarray:
-        assert self._model is not None
-        return self._model.probabilities(x)
+            raise HarnessError(f"{where.parent}: weights must each have {len(FEATURES)} values")
+        self._model = model

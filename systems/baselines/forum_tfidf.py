@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 from harness.system import constructor_params
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
 from toolkit.checkpoint import CONFIG_NAME, check_tfidf_state, load_checkpoint, save_checkpoint

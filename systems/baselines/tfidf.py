@@ -26,15 +26,7 @@ class WordTfidf(TfidfCosineSystem):
     ) -> None:
         if max_ngram < 1:
             raise ValueError(f"max_ngram must be positive, got {max_ngram!r}")
-        super().__init__(
-            max_features=max_features,
-            sublinear_tf=sublinear_tf,
-            grid_step=grid_step,
-            objective=objective,
-            calibration_folds=calibration_folds,
-        )
-        self.max_ngram = max_ngram
-        self.lowercase = lowercase
+        super().__init__(locals())
 
     def _analyzer_options(self) -> dict[str, Any]:
         return {

@@ -46,21 +46,12 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
+from core.records import VerificationData, VerificationProblem
 from harness.params import build_part
-from harness.records import Answer, VerificationData, VerificationProblem
-from harness.system import constructor_params
-from toolkit.calibration import (
-    AbstainBand,
-    band_from_state,
-    band_grid,
-    band_objective,
-    check_objective,
-    fit_abstain_band,
-    training_labels,
-)
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.splits import text_key
+from toolkit.verifier import CalibratedVerifier
 
 logger = logging.getLogger("harness")
 _System = TypeVar("_System", bound="CharLM")
@@ -136,7 +127,7 @@ class PaperPreset(CpuPreset):
     ref_chars: int = 5000
 
 
-class CharLM:
+class CharLM(CalibratedVerifier):
     """Multi-headed character RNN verifier (Bagnall 2015); see the module docstring.
 
     Parameters: preset (CpuPreset "cpu", the default, or PaperPreset "paper"; fields settable as
@@ -145,6 +136,8 @@ class CharLM:
     """
 
     name: ClassVar[str] = "char_lm"
+    FITTED: ClassVar[tuple[str, ...]] = ("_network", "_band", "_heads")
+    CALIBRATION_IN_STATE: ClassVar[bool] = False  # not cross-fitted (see `_fit`)
     PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"preset": (CpuPreset, PaperPreset)}
 
     def __init__(
@@ -161,13 +154,10 @@ class CharLM:
             preset = build_part(CpuPreset(), preset, choices=(PaperPreset,), where=f"{self.name}: preset")
         if not isinstance(preset, CpuPreset):
             raise HarnessError(f"{self.name}: preset must be a CpuPreset or PaperPreset, not {preset!r}")
-        band_grid(grid_step)
-        check_objective(objective)
+        super().__init__(locals())
         if cpu_threads is not None and cpu_threads < 1:
             raise HarnessError(f"{self.name}: cpu_threads must be positive or None")
         self.preset = preset
-        self.objective = objective
-        self.grid_step = grid_step
         self.device = device
         self.mixed_precision = mixed_precision
         self.cpu_threads = cpu_threads
@@ -176,17 +166,11 @@ class CharLM:
         self._refs: list[np.ndarray] = []
         self._ref_keys: list[str] = []
         self._platt: tuple[float, float] | None = None
-        self._band: AbstainBand | None = None
-        self._seed: int | None = None
         self.training_stats: dict[str, Any] = {}
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters, the preset as a nested dict."""
-        return constructor_params(self)
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, train: VerificationData, *, seed: int) -> None:
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Train the shared network on the training known texts, fit the heads, calibrate on the training unknowns.
 
         What is honest here: the network and heads never see a training problem's unknown text (only
@@ -199,29 +183,17 @@ class CharLM:
         """
         import torch
 
-        from systems.char_lm.model import MultiHeadCharRnn
         from toolkit.devices import resolve_device
         from toolkit.training import train_epochs
 
-        labels = training_labels(train)
         started = time.process_time()
         device = resolve_device(self.device)
         p = self.preset
-        self._seed = seed
         self._heads = None
         with _threads(self.cpu_threads):
             torch.manual_seed(seed)
             authors = _authors(train.problems, p.max_text_chars)
-            from systems.char_lm.text import ALPHABET
-
-            network = MultiHeadCharRnn(
-                vocab=len(ALPHABET),
-                embedding=p.embedding,
-                hidden=p.hidden,
-                layers=p.layers,
-                cell=p.cell,
-                heads=len(authors.texts),
-            ).to(device)
+            network = _network(p, len(authors.texts)).to(device)
             chunks = [
                 (a, start)
                 for a, symbols in enumerate(authors.texts)
@@ -282,9 +254,7 @@ class CharLM:
             raise HarnessError(f"{train.source}: calibration needs both same- and different-author problems")
         model = LogisticRegression().fit((d / scale)[:, None], labels)
         self._platt = (float(model.coef_[0, 0] / scale), float(model.intercept_[0]))
-        self._band = fit_abstain_band(
-            self._probabilities(d), labels, step=self.grid_step, **band_objective(self.objective, train)
-        )
+        self._band = self.fit_band(train, self.probabilities(d), labels)
         self.training_stats = {
             "history": history,
             "heads": len(authors.texts),
@@ -388,10 +358,11 @@ class CharLM:
             d[i] = float(np.mean(ce - ref["bias_on_refs"][allowed]) - own_ce)
         return d
 
-    def _probabilities(self, d: np.ndarray) -> np.ndarray:
+    def probabilities(self, raw: np.ndarray) -> np.ndarray:
+        """The logistic map of d (fitted on the training problems' d) to the probability of "same author"."""
         assert self._platt is not None
         a, b = self._platt
-        return 1.0 / (1.0 + np.exp(-(a * d + b)))
+        return 1.0 / (1.0 + np.exp(-(a * raw + b)))
 
     # ------------------------------------------------------------------ answering
 
@@ -409,21 +380,11 @@ class CharLM:
             own = self._make_heads(problems, authors, device)
             return self._relative_entropies(problems, own, device)
 
-    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
-        """Heads for the problems' authors, d, the logistic map, then the abstain band."""
-        self._check_fitted()
-        if not problems:
-            return []
-        assert self._band is not None
-        values = self._band.apply(self._probabilities(self.raw_scores(problems)))
-        return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
-
     # ------------------------------------------------------------------ checkpoints
 
-    def save(self, directory: Path) -> None:
-        """Parameters, band, logistic map and head keys in config.json; network, heads and references as arrays."""
-        self._check_fitted()
-        assert self._heads is not None and self._band is not None
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Band, seed, logistic map and head keys in config.json; network, heads and references as arrays."""
+        assert self._heads is not None
         heads = self._heads
         arrays = {f"network.{k}": v.detach().float().cpu().numpy() for k, v in self._network.state_dict().items()}
         arrays |= {
@@ -436,15 +397,13 @@ class CharLM:
             "refs.symbols": np.concatenate(self._refs) if self._refs else np.zeros(0, dtype=np.uint8),
             "refs.lengths": np.array([len(r) for r in self._refs], dtype=np.int64),
         }
-        state = {
-            "band": [self._band.p1, self._band.p2],
+        state = self.band_state() | {
             "platt": list(self._platt or ()),
-            "seed": self._seed,
             "head_excluded": [sorted(keys) for keys in heads["excluded"]],
             "ref_keys": self._ref_keys,
             "training_stats": self.training_stats,
         }
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
+        return state, arrays
 
     @classmethod
     def load(cls: type[_System], directory: Path, *, runtime: Mapping[str, Any] | None = None) -> _System:
@@ -453,8 +412,6 @@ class CharLM:
         import torch
 
         from harness.params import build
-        from systems.char_lm.model import MultiHeadCharRnn
-        from systems.char_lm.text import ALPHABET
         from toolkit.devices import resolve_device
 
         params, state, arrays = load_checkpoint(directory, system=cls.name)
@@ -464,14 +421,7 @@ class CharLM:
             system = build(cls, params)
             p = system.preset
             weights = arrays["heads.weights"]
-            network = MultiHeadCharRnn(
-                vocab=len(ALPHABET),
-                embedding=p.embedding,
-                hidden=p.hidden,
-                layers=p.layers,
-                cell=p.cell,
-                heads=weights.shape[0],
-            )
+            network = _network(p, weights.shape[0])
             prefix = "network."
             network.load_state_dict(
                 {k[len(prefix) :]: torch.from_numpy(v.copy()) for k, v in arrays.items() if k.startswith(prefix)}
@@ -493,17 +443,12 @@ class CharLM:
             }
             a, b = state["platt"]
             system._platt = (float(a), float(b))
-            system._band = band_from_state(state["band"], where=where)
-            system._seed = state.get("seed")
+            system.restore_band(state, where=where)
             system.training_stats = state.get("training_stats", {})
         except (KeyError, TypeError, ValueError, RuntimeError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
         system._network = network.to(resolve_device(system.device)).eval()
         return system
-
-    def _check_fitted(self) -> None:
-        if self._network is None or self._band is None or self._heads is None:
-            raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")
 
 
 # ---------------------------------------------------------------------- helpers
@@ -522,6 +467,17 @@ def _encode(text: str, max_chars: int | None) -> np.ndarray:
     from systems.char_lm.text import encode
 
     return encode(text, max_chars)
+
+
+def _network(preset: CpuPreset, heads: int) -> Any:
+    """The shared character GRU with `heads` softmax heads, sized by the preset (torch imported only here)."""
+    from systems.char_lm.model import MultiHeadCharRnn
+    from systems.char_lm.text import ALPHABET
+
+    return MultiHeadCharRnn(
+        vocab=len(ALPHABET), embedding=preset.embedding, hidden=preset.hidden, layers=preset.layers,
+        cell=preset.cell, heads=heads,
+    )  # fmt: skip
 
 
 def _authors(problems: Sequence[VerificationProblem], max_chars: int | None) -> _Authors:

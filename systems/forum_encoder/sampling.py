@@ -22,7 +22,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 from tasks.forum.records import ForumSplit
 
 
@@ -67,7 +67,7 @@ class TrainingPosts(NamedTuple):
     left_out: int  # authors with too few posts for K periods
 
 
-class Batch(NamedTuple):
+class PostRowsBatch(NamedTuple):
     """Training samples as rows of the post table: posts flat, the sample each belongs to, labels."""
 
     rows: np.ndarray  # (posts,) rows of TrainingPosts.texts
@@ -129,7 +129,7 @@ def period_windows(
     return windows
 
 
-def training_batch(
+def post_rows_batch(
     posts: TrainingPosts,
     authors: Sequence[int],
     rng: np.random.Generator,
@@ -137,7 +137,7 @@ def training_batch(
     samples_per_author: int,
     min_size: int,
     max_size: int,
-) -> Batch:
+) -> PostRowsBatch:
     """`samples_per_author` samples of each listed author (indices into `posts.authors`), one per period."""
     rows, owners, labels = [], [], []
     for author in authors:
@@ -146,4 +146,4 @@ def training_batch(
             owners.append(np.full(stop - start, len(labels), dtype=np.int64))
             rows.append(own[start:stop])
             labels.append(int(author))
-    return Batch(np.concatenate(rows), np.concatenate(owners), np.asarray(labels, dtype=np.int64))
+    return PostRowsBatch(np.concatenate(rows), np.concatenate(owners), np.asarray(labels, dtype=np.int64))

@@ -4,7 +4,7 @@ A sample (a darkweb episode, a run of a reddit author's posts) is embedded as th
 projection of the mean of its posts' vectors (systems.forum_encoder.head); a post's vector is a
 Hugging Face encoder's mean-pooled output (systems.forum_encoder.encoding; all-MiniLM-L6-v2 by
 default). The projection, and the encoder's top layers where `encoder.finetune_layers` says so, are
-trained with a metric-learning loss of systems.varlen_linker.losses (semi-hard triplet by default)
+trained with a metric-learning loss of toolkit.metric_losses (semi-hard triplet by default)
 on batches of `authors_per_batch` authors x `samples_per_author` samples, each drawn from its own
 period of the author's posts (systems.forum_encoder.sampling), in the shared training loop
 (toolkit.training). Samples are compared by cosine. The system reads a split through
@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
@@ -33,29 +33,26 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 import numpy as np
 import torch
 
-from harness.errors import HarnessError
-from harness.params import build, build_part
-from harness.system import constructor_params
+from core.errors import HarnessError
 from systems.forum_encoder.encoding import PostEncoder, PostEncoderConfig
 from systems.forum_encoder.head import ProjectionHead, SampleHead
-from systems.forum_encoder.sampling import Batch, Sampling, TrainingPosts, training_batch, training_posts
-from systems.siamese_bilstm.features import identity_matches
-from systems.varlen_linker.losses import LOSSES, RankedListLoss, TopKLoss, TripletLoss
-from systems.varlen_linker.sampling import epoch_batches
+from systems.forum_encoder.sampling import PostRowsBatch, Sampling, TrainingPosts, post_rows_batch, training_posts
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import resolve_device
 from toolkit.memory import peak_rss_mb, torch_threads
+from toolkit.metric_batches import LazyBatches, epoch_plan
+from toolkit.metric_losses import LOSSES, MetricLoss, TripletLoss
+from toolkit.parts_system import PartsSystem
+from toolkit.pretrained import identity_matches
 from toolkit.training import check_metric_batches, train_epochs
 
 logger = logging.getLogger("harness")
 
 _System = TypeVar("_System", bound="ForumEncoder")
-Loss = TripletLoss | TopKLoss | RankedListLoss
 
 
 @dataclass(frozen=True)
-class Training:
+class ForumEncoderTraining:
     """The schedule: batches of `authors_per_batch` distinct authors x `samples_per_author` samples
     (>= 2: positives and negatives), `epochs` of `steps_per_epoch` batches (None: one pass over the
     training authors), AdamW with learning rate `lr` for the head and `encoder_lr` for the encoder's
@@ -82,41 +79,33 @@ class Training:
             raise ValueError(f"grad_clip must be positive or None, got {self.grad_clip}")
 
 
-class Preset(NamedTuple):
+class ForumEncoderPreset(NamedTuple):
     """The parts a named preset gives a system, where the caller gives none."""
 
     encoder: PostEncoderConfig
     head: ProjectionHead
     sampling: Sampling
-    loss: Loss
-    training: Training
+    loss: MetricLoss
+    training: ForumEncoderTraining
 
 
-def presets(sampling: Sampling) -> dict[str, Preset]:
+def _presets(sampling: Sampling) -> dict[str, ForumEncoderPreset]:
     """The "cpu" and "paper" presets of a variant whose training samples are drawn by `sampling`."""
     return {
-        "cpu": Preset(PostEncoderConfig(), ProjectionHead(), sampling, TripletLoss(), Training()),
-        "paper": Preset(
+        "cpu": ForumEncoderPreset(
+            PostEncoderConfig(), ProjectionHead(), sampling, TripletLoss(), ForumEncoderTraining()
+        ),
+        "paper": ForumEncoderPreset(
             PostEncoderConfig(max_tokens=128, finetune_layers=-1, batch_size=256),
             ProjectionHead(),
             sampling,
             TripletLoss(),
-            Training(epochs=10, encoder_lr=2e-5, weight_decay=0.01),
+            ForumEncoderTraining(epochs=10, encoder_lr=2e-5, weight_decay=0.01),
         ),
     }
 
 
-# the classes each part slot accepts (harness.params.build_part picks one by name)
-PART_CHOICES: dict[str, tuple[type, ...]] = {
-    "encoder": (PostEncoderConfig,),
-    "head": (ProjectionHead,),
-    "sampling": (Sampling,),
-    "loss": LOSSES,
-    "training": (Training,),
-}
-
-
-class ForumEncoder:
+class ForumEncoder(PartsSystem):
     """Pretrained post encoder + mean pooling + a trained projection (see the module docstring).
 
     Parameters (parts, or JSON values, so `harness run --param KEY=VALUE` can set them):
@@ -124,8 +113,8 @@ class ForumEncoder:
         encoder: the Hugging Face model, tokens per post, layers to fine-tune (PostEncoderConfig).
         head: the projection's size (ProjectionHead).
         sampling: posts per training sample (Sampling).
-        loss: TripletLoss (semi-hard, margin 0.2), TopKLoss or RankedListLoss (systems.varlen_linker.losses).
-        training: batch shape, epochs, learning rates, gradient clip (Training).
+        loss: TripletLoss (semi-hard, margin 0.2), TopKLoss or RankedListLoss (toolkit.metric_losses).
+        training: batch shape, epochs, learning rates, gradient clip (ForumEncoderTraining).
         device: "auto", "cpu" or "cuda"; mixed_precision: autocast on CUDA (ignored on CPU).
         cpu_threads: torch's CPU threads while fitting and embedding (None: torch's default).
         cache_dir: a folder to keep frozen-encoder post vectors in across runs (None: memory only).
@@ -133,7 +122,21 @@ class ForumEncoder:
 
     name: ClassVar[str]
     metric: ClassVar[str] = "cosine"
-    PRESETS: ClassVar[dict[str, Preset]]
+    PRESETS: ClassVar[dict[str, ForumEncoderPreset]]
+    # the classes each part slot accepts (harness.params.build_part picks one by name)
+    PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {
+        "encoder": (PostEncoderConfig,),
+        "head": (ProjectionHead,),
+        "sampling": (Sampling,),
+        "loss": LOSSES,
+        "training": (ForumEncoderTraining,),
+    }
+    # the parts (set by `_take_parts`)
+    encoder: PostEncoderConfig
+    head: ProjectionHead
+    sampling: Sampling
+    loss: MetricLoss
+    training: ForumEncoderTraining
 
     def __init__(
         self,
@@ -142,50 +145,27 @@ class ForumEncoder:
         encoder: PostEncoderConfig | None = None,
         head: ProjectionHead | None = None,
         sampling: Sampling | None = None,
-        loss: Loss | None = None,
-        training: Training | None = None,
+        loss: MetricLoss | None = None,
+        training: ForumEncoderTraining | None = None,
         device: str = "auto",
         mixed_precision: bool = True,
         cpu_threads: int | None = None,
         cache_dir: str | None = None,
     ) -> None:
-        if preset not in self.PRESETS:
-            raise HarnessError(f"{self.name}: preset must be one of {', '.join(self.PRESETS)}, not {preset!r}")
-        if cpu_threads is not None and (not isinstance(cpu_threads, int) or cpu_threads < 1):
-            raise HarnessError(f"{self.name}: cpu_threads must be a positive integer or None, got {cpu_threads!r}")
-        chosen = self.PRESETS[preset]
-        self.preset = preset
-        self.encoder: PostEncoderConfig = self._part("encoder", encoder, chosen.encoder)
-        self.head: ProjectionHead = self._part("head", head, chosen.head)
-        self.sampling: Sampling = self._part("sampling", sampling, chosen.sampling)
-        self.loss: Loss = self._part("loss", loss, chosen.loss)
-        self.training: Training = self._part("training", training, chosen.training)
+        self._take_parts(
+            preset, cpu_threads, encoder=encoder, head=head, sampling=sampling, loss=loss, training=training
+        )
         self.device = device
         self.mixed_precision = bool(mixed_precision)
-        self.cpu_threads = cpu_threads
         self.cache_dir = None if cache_dir is None else str(cache_dir)
         self._post_encoder: PostEncoder | None = None
         self._head: SampleHead | None = None
         self.training_stats: dict[str, Any] = {}
 
-    def _part(self, slot: str, given: Any, default: Any) -> Any:
-        """The part for `slot`: the preset's, or a part, name or fields given (fields over the preset's values)."""
-        if given is None:
-            return default
-        return build_part(default, given, choices=PART_CHOICES[slot], where=f"{self.name}: {slot}")
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters, parts as nested dicts (the preset's values written out)."""
-        return constructor_params(self)
-
     # ------------------------------------------------------------------ training
 
-    def fit(self, train: ForumSplit, *, seed: int) -> None:
-        """Train the head (and any trainable encoder layers) on the training split's authors."""
-        with torch_threads(self.cpu_threads):
-            self._fit(train, seed=seed)
-
     def _fit(self, train: ForumSplit, *, seed: int) -> None:
+        """Train the head (and any trainable encoder layers) on the training split's authors."""
         device = resolve_device(self.device)
         torch.manual_seed(seed)
         started, rss_before = time.perf_counter(), peak_rss_mb()
@@ -214,24 +194,23 @@ class ForumEncoder:
             trainable = [p for p in encoder.model.parameters() if p.requires_grad]
             groups.append({"params": trainable, "lr": training.encoder_lr})
         optimizer = torch.optim.AdamW(groups, weight_decay=training.weight_decay)
-        loss_fn = self.loss.build()
+        loss_fn = self.loss.build(len(posts.authors), head.linear.out_features)
         steps = training.steps_per_epoch or max(1, math.ceil(len(posts.authors) / training.authors_per_batch))
         seen = {"samples": 0, "posts": 0}
 
-        def batches_of(epoch: int) -> _LazyBatches:
-            planner = np.random.default_rng([seed, epoch, 2**31])
-            plan = epoch_batches(len(posts.authors), training.authors_per_batch, planner, steps)
+        def batches_of(epoch: int) -> LazyBatches[PostRowsBatch]:
+            plan = epoch_plan(len(posts.authors), training.authors_per_batch, seed=seed, epoch=epoch, steps=steps)
 
-            def make(index: int) -> Batch:
+            def make(index: int) -> PostRowsBatch:
                 rng = np.random.default_rng([seed, epoch, index])
-                return training_batch(
+                return post_rows_batch(
                     posts, plan[index], rng, samples_per_author=training.samples_per_author,
                     min_size=min_size, max_size=max_size,
                 )  # fmt: skip
 
-            return _LazyBatches(len(plan), make)
+            return LazyBatches(range(len(plan)), make)
 
-        def batch_loss(batch: Batch) -> torch.Tensor:
+        def batch_loss(batch: PostRowsBatch) -> torch.Tensor:
             owners = torch.as_tensor(batch.owners, device=device)
             if post_vectors is not None:
                 vectors = post_vectors[torch.as_tensor(batch.rows, device=device)]
@@ -240,7 +219,7 @@ class ForumEncoder:
             embeddings = head(vectors, owners, len(batch.labels))
             return loss_fn(embeddings.float(), torch.as_tensor(batch.labels, device=device))
 
-        def after_step(batch: Batch) -> None:
+        def after_step(batch: PostRowsBatch) -> None:
             seen["samples"] += len(batch.labels)
             seen["posts"] += len(batch.rows)
 
@@ -327,7 +306,7 @@ class ForumEncoder:
             "encoder": {"identity": encoder.identity, "folder": str(encoder.folder), "width": encoder.width},
             "training": self.training_stats,
         }
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
+        self._save(directory, state=state, arrays=arrays)
 
     @classmethod
     def load(cls: type[_System], directory: Path, *, runtime: Mapping[str, Any] | None = None) -> _System:
@@ -336,9 +315,7 @@ class ForumEncoder:
         Device, mixed precision, CPU threads and the post-vector cache are this machine's (`runtime`, else
         the defaults: device "auto", no disk cache), never the checkpoint's, whose values are provenance only.
         """
-        params, state, arrays = load_checkpoint(directory, system=cls.name)
-        params = runtime_params(params, runtime, where=Path(directory) / CONFIG_NAME)
-        system = build(cls, params, label=f"{directory}: {cls.name} checkpoint")
+        system, state, arrays = cls._read(directory, runtime)
         device = resolve_device(system.device)
         encoder = system.encoder.build(
             device=device, mixed_precision=system.mixed_precision, cache_dir=system.cache_dir
@@ -363,28 +340,15 @@ class ForumEncoder:
         return system
 
 
-class _LazyBatches:
-    """An epoch's batches, each made when the loop reaches it."""
-
-    def __init__(self, count: int, make: Callable[[int], Batch]) -> None:
-        self.count, self.make = count, make
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __iter__(self) -> Iterator[Batch]:
-        return (self.make(index) for index in range(self.count))
-
-
 class EpisodeEncoder(ForumEncoder):
     """`episode_encoder` (darkweb): training samples as long as the training episodes, from different periods."""
 
     name: ClassVar[str] = "episode_encoder"
-    PRESETS: ClassVar[dict[str, Preset]] = presets(Sampling())
+    PRESETS: ClassVar[dict[str, ForumEncoderPreset]] = _presets(Sampling())
 
 
 class RedditEncoder(ForumEncoder):
     """`reddit_encoder` (reddit): training samples of 1 to 16 posts (the task's ranking and linking sizes)."""
 
     name: ClassVar[str] = "reddit_encoder"
-    PRESETS: ClassVar[dict[str, Preset]] = presets(Sampling(min_posts=1, max_posts=16))
+    PRESETS: ClassVar[dict[str, ForumEncoderPreset]] = _presets(Sampling(min_posts=1, max_posts=16))

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import sparse
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 from harness.system import constructor_params
 from systems.forum_fusion.views import VIEWS, SampleParts, SampleViews, ViewSettings
 from systems.forum_fusion.weights import RankingList, fit_view_weights

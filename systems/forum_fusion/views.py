@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 from toolkit.tfidf import WORD_TOKEN_PATTERN, TfidfModel
 
 VIEWS = ("word", "char", "community", "time")

@@ -23,7 +23,7 @@ SINGLE = "all"
 CROSS = "CROSS"
 
 
-class Batch(NamedTuple):
+class HeadBatch(NamedTuple):
     head: str
     episodes: np.ndarray  # indices into the training episodes
     labels: np.ndarray
@@ -76,7 +76,9 @@ def plan_labels(episodes: Sequence[Episode], *, multitask: bool, cross_persons: 
     return LabelPlan(classes, heads, labels, cross)
 
 
-def epoch_batches(plan: LabelPlan, *, batch_size: int, cross_sampling: float, rng: np.random.Generator) -> list[Batch]:
+def epoch_batches(
+    plan: LabelPlan, *, batch_size: int, cross_sampling: float, rng: np.random.Generator
+) -> list[HeadBatch]:
     """One epoch's batches in random order; a batch of one (useless to BatchNorm) is dropped."""
     by_head: dict[str, list[int]] = defaultdict(list)
     for i, head in enumerate(plan.heads):
@@ -84,7 +86,7 @@ def epoch_batches(plan: LabelPlan, *, batch_size: int, cross_sampling: float, rn
     batches = []
     for head in sorted(by_head):
         order = rng.permutation(np.asarray(by_head[head], dtype=np.int64))
-        batches += [Batch(head, chunk, plan.labels[chunk]) for chunk in _chunks(order, batch_size)]
+        batches += [HeadBatch(head, chunk, plan.labels[chunk]) for chunk in _chunks(order, batch_size)]
     if plan.cross and cross_sampling > 0:
         keys = list(plan.cross)
         draws = int(round(cross_sampling * len(plan.heads)))
@@ -96,7 +98,7 @@ def epoch_batches(plan: LabelPlan, *, batch_size: int, cross_sampling: float, rn
                 labels.append(label)
         picked_a, labels_a = np.asarray(picked, dtype=np.int64), np.asarray(labels, dtype=np.int64)
         for chunk in _chunks(np.arange(len(picked_a)), batch_size):
-            batches.append(Batch(CROSS, picked_a[chunk], labels_a[chunk]))
+            batches.append(HeadBatch(CROSS, picked_a[chunk], labels_a[chunk]))
     return [batches[i] for i in rng.permutation(len(batches))]
 
 

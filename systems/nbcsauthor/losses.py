@@ -2,7 +2,8 @@
 SYSML's softmax, and CosFace, ArcFace, MultiSimilarity and contrastive from pytorch-metric-learning.
 
 Each loss is a part (a frozen dataclass of its settings, chosen with `--param loss=NAME`) whose
-`build(num_classes, dim)` makes the module, called as `loss(z, labels)` with integer class labels;
+`build(num_classes, dim)` makes the module, called as `loss(z, labels)` with integer class labels (the
+loss-part interface of toolkit.metric_losses);
 the ones with class weights (softmax, NBC-Softmax, CosFace, ArcFace) own them, so a multitask model
 builds one per head. `module.terms(z, labels)` gives the loss as its weighted terms (they sum to it),
 so training can log each term's gradient (`term_gradient_norms`).
@@ -179,36 +180,43 @@ class Softmax:
         return SoftmaxLoss(num_classes, dim)
 
 
+class _MarginLoss:
+    """What CosFace and ArcFace share: pytorch-metric-learning's loss `PML_LOSS` over learnt class centres.
+
+    Not a dataclass: the subclasses declare `margin` and `scale` (their fields) with their own defaults.
+    """
+
+    PML_LOSS: ClassVar[str]
+    margin: float
+    scale: float
+
+    def build(self, num_classes: int, dim: int) -> nn.Module:
+        from pytorch_metric_learning import losses
+
+        loss = getattr(losses, self.PML_LOSS)
+        return MetricLearningLoss(
+            loss(num_classes=num_classes, embedding_size=dim, margin=self.margin, scale=self.scale)
+        )
+
+
 @dataclass(frozen=True)
-class CosFace:
+class CosFace(_MarginLoss):
     """pytorch-metric-learning's CosFaceLoss (its defaults: margin 0.35, scale 64)."""
 
     name: ClassVar[str] = "cosface"
+    PML_LOSS: ClassVar[str] = "CosFaceLoss"
     margin: float = 0.35
     scale: float = 64.0
 
-    def build(self, num_classes: int, dim: int) -> nn.Module:
-        from pytorch_metric_learning import losses
-
-        return MetricLearningLoss(
-            losses.CosFaceLoss(num_classes=num_classes, embedding_size=dim, margin=self.margin, scale=self.scale)
-        )
-
 
 @dataclass(frozen=True)
-class ArcFace:
+class ArcFace(_MarginLoss):
     """pytorch-metric-learning's ArcFaceLoss (its defaults: margin 28.6 degrees, scale 64)."""
 
     name: ClassVar[str] = "arcface"
+    PML_LOSS: ClassVar[str] = "ArcFaceLoss"
     margin: float = 28.6
     scale: float = 64.0
-
-    def build(self, num_classes: int, dim: int) -> nn.Module:
-        from pytorch_metric_learning import losses
-
-        return MetricLearningLoss(
-            losses.ArcFaceLoss(num_classes=num_classes, embedding_size=dim, margin=self.margin, scale=self.scale)
-        )
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
 
-class EpisodeEncoder(nn.Module):
+class SysmlEpisodeNet(nn.Module):
     """Episode -> z: each post is [text CNN; day-of-week embedding; sub-forum embedding], pooled.
 
     Sub-forum ids index one table for all markets (row 0: unknown sub-forum); in multitask training
@@ -206,9 +206,9 @@ class EpisodeEncoderConfig:
         """The size of one post's vector: text, weekday and sub-forum parts."""
         return self.text_dim + max(self.time_dim, 0) + max(self.context_dim, 0)
 
-    def build(self, num_tokens: int, num_contexts: int) -> EpisodeEncoder:
+    def build(self, num_tokens: int, num_contexts: int) -> SysmlEpisodeNet:
         """The encoder for a trained tokenizer's `num_tokens` and `num_contexts` sub-forum rows."""
-        return EpisodeEncoder(
+        return SysmlEpisodeNet(
             num_tokens,
             num_contexts,
             token_dim=self.token_dim,

@@ -36,7 +36,7 @@ from systems.nbcsauthor.model import EpisodeEncoderConfig
 
 
 @dataclass(frozen=True)
-class Training:
+class SysmlTraining:
     """Adam over batches of episodes (SYSML: 30 epochs, batches of 256, lr 1e-3); `cross_sampling`:
     multitask CROSS episodes per epoch, as a share of all episodes (SYSML: 0.2).
 
@@ -81,23 +81,25 @@ class Training:
 
 
 @dataclass(frozen=True)
-class Preset:
+class SysmlPreset:
     """The base parts of one preset; `tau` is NBC-Softmax's temperature; `multitask` the task kind
     it is for (None: either)."""
 
     name: str
     encoder: EpisodeEncoderConfig
-    training: Training
+    training: SysmlTraining
     graph_init: Metapath2Vec
     tau: float
     multitask: bool | None
 
 
-_PAPER_TRAINING = Training(epochs=30, batch_size=256, lr=0.001, validation_share=0.1, restore_best=True, lr_patience=5)
+_PAPER_TRAINING = SysmlTraining(
+    epochs=30, batch_size=256, lr=0.001, validation_share=0.1, restore_best=True, lr_patience=5
+)
 _PAPER_GRAPH = Metapath2Vec(epochs=1, walks_per_node=200, walk_length=80, context_size=7, freeze=True)
 
 PRESETS = {
-    "cpu": Preset(
+    "cpu": SysmlPreset(
         "cpu",
         EpisodeEncoderConfig(
             vocab_size=8000,
@@ -111,14 +113,14 @@ PRESETS = {
             heads=4,
             ff_dim=128,
         ),
-        Training(epochs=5, batch_size=64, lr=0.002),
+        SysmlTraining(epochs=5, batch_size=64, lr=0.002),
         Metapath2Vec(walks_per_node=1),
         tau=0.2,
         multitask=None,
     ),
-    "full": Preset("full", EpisodeEncoderConfig(), Training(), Metapath2Vec(), tau=0.2, multitask=None),
-    "paper": Preset("paper", EpisodeEncoderConfig(), _PAPER_TRAINING, _PAPER_GRAPH, tau=0.2, multitask=False),
-    "paper_multitask": Preset(
+    "full": SysmlPreset("full", EpisodeEncoderConfig(), SysmlTraining(), Metapath2Vec(), tau=0.2, multitask=None),
+    "paper": SysmlPreset("paper", EpisodeEncoderConfig(), _PAPER_TRAINING, _PAPER_GRAPH, tau=0.2, multitask=False),
+    "paper_multitask": SysmlPreset(
         "paper_multitask", EpisodeEncoderConfig(output_dim=128), _PAPER_TRAINING, _PAPER_GRAPH, tau=0.3, multitask=True
     ),
 }

@@ -39,11 +39,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.errors import HarnessError
-from harness.params import build, build_part, is_part, rename_legacy
-from harness.progress import Progress
-from harness.system import constructor_params
-from systems.nbcsauthor.batches import Batch, LabelPlan, class_numbers, epoch_batches, plan_labels
+from core.errors import HarnessError
+from core.progress import Progress
+from harness.params import is_part
+from systems.nbcsauthor.batches import HeadBatch, LabelPlan, class_numbers, epoch_batches, plan_labels
 from systems.nbcsauthor.graph import GraphInit, Metapath2Vec, RandomInit
 from systems.nbcsauthor.losses import (
     LOSSES,
@@ -56,14 +55,15 @@ from systems.nbcsauthor.losses import (
     Softmax,
     term_gradient_norms,
 )
-from systems.nbcsauthor.model import WINDOWS, EpisodeEncoder, EpisodeEncoderConfig
-from systems.nbcsauthor.settings import PRESETS, Training
+from systems.nbcsauthor.model import WINDOWS, EpisodeEncoderConfig, SysmlEpisodeNet
+from systems.nbcsauthor.settings import PRESETS, SysmlPreset, SysmlTraining
 from systems.nbcsauthor.tokenizer import PostTokenizer
 from systems.nbcsauthor.validation import BestEpoch, hold_out
 from tasks.darkweb.records import DarkwebData, Episode
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import autocast, resolve_device
 from toolkit.distributed import DistributedContext, all_reduce_mean, init_distributed, shard, wrap_model
+from toolkit.legacy import LegacyParams
+from toolkit.parts_system import PartsSystem
 from toolkit.training import train_epochs
 
 logger = logging.getLogger("harness")
@@ -73,7 +73,7 @@ GRAPH_INITS = (Metapath2Vec, RandomInit)
 
 
 # checkpoints written before parts: flat parameters, the loss as a string
-LEGACY_RENAMES = {
+_FLAT_RENAMES = {
     **{
         key: f"encoder.{key}"
         for key in (
@@ -101,7 +101,7 @@ LEGACY_RENAMES = {
 # checkpoints written before presets took their unset fields from the parts' own defaults
 PRESET_BEFORE_PRESETS = "full"
 # the old loss strings -> today's loss part names
-LEGACY_LOSSES = {
+_FLAT_LOSSES = {
     "nbc_softmax": NBCSoftmax.name,
     "softmax": Softmax.name,
     "cosface": CosFace.name,
@@ -111,10 +111,9 @@ LEGACY_LOSSES = {
 }
 
 
-def migrate_legacy(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A legacy checkpoint's flat parameters as today's dotted ones (unused settings dropped)."""
-    flat = dict(params)
-    loss = LEGACY_LOSSES[flat.pop("loss")]
+def _flat_parts(flat: dict[str, Any]) -> dict[str, Any]:
+    """The flat format's loss string and graph flag as part names; settings the chosen parts do not use dropped."""
+    loss = _FLAT_LOSSES[flat.pop("loss")]
     if loss != NBCSoftmax.name:  # tau and alpha were NBC-Softmax's, ignored by the other losses
         flat.pop("tau", None)
         flat.pop("alpha", None)
@@ -122,10 +121,10 @@ def migrate_legacy(params: Mapping[str, Any]) -> dict[str, Any]:
     if graph == RandomInit.name:
         flat.pop("graph_epochs", None)
         flat.pop("graph_walks", None)
-    return {"preset": PRESET_BEFORE_PRESETS, "loss": loss, "graph_init": graph, **rename_legacy(flat, LEGACY_RENAMES)}
+    return {"loss": loss, "graph_init": graph, **flat}
 
 
-class EpisodeAuthor:
+class EpisodeAuthor(PartsSystem):
     """SYSML's episode encoder with a metric loss (see the module docstring).
 
     Parameters (`--param preset=paper`, `--param encoder.text_dim=64`, `--param loss=cosface` set them):
@@ -137,7 +136,7 @@ class EpisodeAuthor:
         graph_init: Metapath2Vec(epochs, walks_per_node, walk_length, context_size, freeze) initialises
             the sub-forum rows (SYSML); RandomInit() leaves them random (the "- graph context" ablation).
         training: epochs, batch size, learning rate, multitask CROSS sampling, validation split,
-            best-epoch and ReduceLROnPlateau (Training).
+            best-epoch and ReduceLROnPlateau (SysmlTraining).
         device: auto, cpu or cuda; mixed_precision: autocast on CUDA.
         embed_batch_size: episodes per forward pass when embedding.
 
@@ -146,14 +145,19 @@ class EpisodeAuthor:
     """
 
     name = "nbcsauthor"
+    PRESETS: ClassVar[dict[str, SysmlPreset]] = PRESETS
     PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {
         "encoder": (EpisodeEncoderConfig,),
         "loss": LOSSES,
         "graph_init": GRAPH_INITS,
-        "training": (Training,),
+        "training": (SysmlTraining,),
     }
     DEFAULT_LOSS: ClassVar[type] = NBCSoftmax
     POOLING: ClassVar[str] = "transformer"
+    # flat checkpoints (no encoder part) made today's; those written before presets took the parts' own defaults
+    LEGACY_PARAMS: ClassVar[LegacyParams] = LegacyParams(
+        slot="encoder", renames=_FLAT_RENAMES, convert=_flat_parts, absent={"preset": PRESET_BEFORE_PRESETS}
+    )
 
     def __init__(
         self,
@@ -161,46 +165,29 @@ class EpisodeAuthor:
         encoder: EpisodeEncoderConfig | Mapping[str, Any] | None = None,
         loss: Loss | str | Mapping[str, Any] | None = None,
         graph_init: GraphInit | str | Mapping[str, Any] | None = None,
-        training: Training | Mapping[str, Any] | None = None,
+        training: SysmlTraining | Mapping[str, Any] | None = None,
         device: str = "auto",
         mixed_precision: bool = True,
         embed_batch_size: int = 512,
     ) -> None:
-        if preset not in PRESETS:
-            raise HarnessError(f"{self.name}: preset must be one of {', '.join(PRESETS)}, not {preset!r}")
-        base = PRESETS[preset]
-        defaults = {
-            "encoder": dataclasses.replace(base.encoder, pooling=self.POOLING),
-            "loss": self._preset_loss(self.DEFAULT_LOSS(), base.tau),
-            "graph_init": base.graph_init,
-            "training": base.training,
-        }
-        parts = {}
-        for slot, spec in (("encoder", encoder), ("loss", loss), ("graph_init", graph_init), ("training", training)):
-            where = f"{self.name}: {slot}"
-            if spec is None:
-                parts[slot] = defaults[slot]
-                continue
-            value = build_part(defaults[slot], spec, choices=self.PART_CHOICES[slot], where=where)
-            if not isinstance(value, self.PART_CHOICES[slot]):
-                names = ", ".join(kind.__name__ for kind in self.PART_CHOICES[slot])
-                raise HarnessError(f"{slot} must be one of {names} (a part object), not {value!r}")
-            given_tau = is_part(spec) or (isinstance(spec, Mapping) and "tau" in spec)
-            parts[slot] = value if slot != "loss" or given_tau else self._preset_loss(value, base.tau)
+        base = self._preset(preset)
+        self.encoder: EpisodeEncoderConfig = self._part(
+            "encoder", encoder, dataclasses.replace(base.encoder, pooling=self.POOLING)
+        )
+        self.loss: Loss = self._part("loss", loss, self._preset_loss(self.DEFAULT_LOSS(), base.tau))
+        if not (loss is None or is_part(loss) or (isinstance(loss, Mapping) and "tau" in loss)):
+            self.loss = self._preset_loss(self.loss, base.tau)  # a loss named without its tau: the preset's
+        self.graph_init: GraphInit = self._part("graph_init", graph_init, base.graph_init)
+        self.training: SysmlTraining = self._part("training", training, base.training)
         if embed_batch_size < 1:
             raise HarnessError(f"embed_batch_size must be at least 1, got {embed_batch_size!r}")
-        self.preset = preset
-        self.encoder: EpisodeEncoderConfig = parts["encoder"]
-        self.loss: Loss = parts["loss"]
-        self.graph_init: GraphInit = parts["graph_init"]
-        self.training: Training = parts["training"]
         self.device = device
         self.mixed_precision = bool(mixed_precision)
         self.embed_batch_size = int(embed_batch_size)
         # fitted state
         self._tokenizer: PostTokenizer | None = None
         self._contexts: dict[tuple[str, str], int] = {}
-        self._encoder: EpisodeEncoder | None = None
+        self._encoder: SysmlEpisodeNet | None = None
         self._info: dict[str, Any] = {}
 
     @staticmethod
@@ -210,15 +197,12 @@ class EpisodeAuthor:
 
     # -- the protocol ------------------------------------------------------------------------------
 
-    def params(self) -> dict[str, Any]:
-        return constructor_params(self)
-
     @property
     def info(self) -> dict[str, Any]:
         """What fitting measured: sizes, the validation split, per-epoch records, set-up seconds."""
         return dict(self._info)
 
-    def fit(self, train: DarkwebData, *, seed: int) -> None:
+    def _fit(self, train: DarkwebData, *, seed: int) -> None:
         """Tokenizer, sub-forum vectors, then the encoder trained with the loss (see the module doc)."""
         kind = PRESETS[self.preset].multitask
         if kind is not None and kind != train.multitask:
@@ -313,16 +297,12 @@ class EpisodeAuthor:
             "info": self._info,
         }
         arrays = {k: v.detach().cpu().numpy() for k, v in self._encoder.state_dict().items()}
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
+        self._save(directory, state=state, arrays=arrays)
 
     @classmethod
     def load(cls, directory: Path, *, runtime: Mapping[str, Any] | None = None) -> EpisodeAuthor:
         """Read a checkpoint; device and mixed precision are this machine's (`runtime`, else the defaults)."""
-        params, state, arrays = load_checkpoint(directory, system=cls.name)
-        if "encoder" not in params:  # written before parts (flat parameters)
-            params = migrate_legacy(params)
-        params = {"preset": PRESET_BEFORE_PRESETS, **params}  # written before presets: the defaults then
-        system = build(cls, runtime_params(params, runtime, where=Path(directory) / CONFIG_NAME))
+        system, state, arrays = cls._read(directory, runtime)
         system._tokenizer = PostTokenizer.from_json(state["tokenizer"])
         system._contexts = {(m, f): int(i) for m, f, i in state["contexts"]}
         system._info = state.get("info", {})
@@ -345,11 +325,11 @@ class EpisodeAuthor:
         assert tokenizer is not None
         return tokenizer
 
-    def _new_encoder(self) -> EpisodeEncoder:
+    def _new_encoder(self) -> SysmlEpisodeNet:
         assert self._tokenizer is not None
         return self.encoder.build(self._tokenizer.vocab_size, len(self._contexts) + 1)
 
-    def _init_contexts(self, encoder: EpisodeEncoder, train: DarkwebData, seed: int, device: str) -> list[str]:
+    def _init_contexts(self, encoder: SysmlEpisodeNet, train: DarkwebData, seed: int, device: str) -> list[str]:
         """Copy each market's graph sub-forum vectors into the context table; the markets done."""
         if not isinstance(self.graph_init, Metapath2Vec) or encoder.context is None:
             return []
@@ -386,17 +366,17 @@ class EpisodeAuthor:
         settings = self.training
         norms: dict[str, list[torch.Tensor]] = {}
 
-        def batches(epoch: int) -> list[Batch]:
+        def batches(epoch: int) -> list[HeadBatch]:
             planned = epoch_batches(
                 plan, batch_size=settings.batch_size, cross_sampling=settings.cross_sampling, rng=rng
             )
             return shard(planned, context)
 
-        def batch_loss(batch: Batch) -> torch.Tensor:
+        def batch_loss(batch: HeadBatch) -> torch.Tensor:
             inputs = tensors.batch(batch.episodes, device)
             labels = torch.from_numpy(batch.labels).to(device)
             with autocast(device, self.mixed_precision):
-                loss, term_norms = trained(*inputs, labels, head_keys[batch.head], context.enabled, True)
+                loss, term_norms = trained(inputs, labels, head_keys[batch.head], context.enabled, True)
             for name, value in term_norms.items():
                 norms.setdefault(name, []).append(value)
             return loss
@@ -466,7 +446,7 @@ class EpisodeAuthor:
                     index = np.asarray([validation.index[k] for k in chunk], dtype=np.int64)
                     labels = torch.tensor([validation.labels[k][1] for k in chunk], dtype=torch.long, device=device)
                     with autocast(device, self.mixed_precision):
-                        loss, _ = model(*tensors.batch(index, device), labels, head_keys[head])
+                        loss, _ = model(tensors.batch(index, device), labels, head_keys[head])
                     total += float(loss) * len(chunk)
                     count += len(chunk)
         model.train()
@@ -483,25 +463,24 @@ class _Validation(NamedTuple):
 class _Trainable(nn.Module):
     """Encoder plus one loss head per label set, as one module so that DDP sees every parameter."""
 
-    def __init__(self, encoder: EpisodeEncoder, heads: nn.ModuleDict) -> None:
+    def __init__(self, encoder: SysmlEpisodeNet, heads: nn.ModuleDict) -> None:
         super().__init__()
         self.encoder = encoder
         self.heads = heads
 
     def forward(
         self,
-        tokens: torch.Tensor,
-        lengths: torch.Tensor,
-        weekdays: torch.Tensor,
-        contexts: torch.Tensor,
-        post_mask: torch.Tensor,
+        episodes: tuple[torch.Tensor, ...],
         labels: torch.Tensor,
         head: str,
         touch_all: bool = False,
         measure: bool = False,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """(the loss, {term: norm of its gradient w.r.t. z} when `measure` and gradients are on, else {})."""
-        z = self.encoder(tokens, lengths, weekdays, contexts, post_mask)
+        """(the loss, {term: norm of its gradient w.r.t. z} when `measure` and gradients are on, else {}).
+
+        `episodes`: the encoder's inputs (`_EpisodeTensors.batch`).
+        """
+        z = self.encoder(*episodes)
         # the terms see z in full precision: gradients of 1e-9 must not underflow in float16
         z = z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
         terms = self.heads[head].terms(z, labels)

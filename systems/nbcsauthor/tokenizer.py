@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from tasks.forum.preprocess import SPECIAL_TOKENS
+from tasks.forum.records import SPECIAL_TOKENS
 
 PAD = "<pad>"
 PAD_ID = 0

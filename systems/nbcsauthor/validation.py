@@ -31,7 +31,7 @@ from torch import nn
 from tasks.darkweb.records import Episode
 
 
-class Split(NamedTuple):
+class ValidationSplit(NamedTuple):
     """Indices into the training episodes: those fitted on and those held out for validation."""
 
     fit: list[int]
@@ -44,14 +44,14 @@ def threads(episode: Episode) -> set[str]:
     return {p.thread_id for p in episode.posts if p.thread_id}
 
 
-def hold_out(episodes: Sequence[Episode], share: float, rng: np.random.Generator) -> Split:
+def hold_out(episodes: Sequence[Episode], share: float, rng: np.random.Generator) -> ValidationSplit:
     """The validation split described in the module docstring; share 0 holds nothing out."""
     if not 0.0 <= share < 1.0:
         raise ValueError(f"validation share must lie in [0, 1), got {share!r}")
     everything = list(range(len(episodes)))
     wanted = int(round(share * len(episodes)))
     if wanted == 0:
-        return Split(everything, [], 0)
+        return ValidationSplit(everything, [], 0)
     by_account: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, episode in enumerate(episodes):
         by_account[(episode.market, episode.author)].append(i)
@@ -66,7 +66,7 @@ def hold_out(episodes: Sequence[Episode], share: float, rng: np.random.Generator
         candidates.append(last)
     chosen = sorted(candidates[k] for k in rng.permutation(len(candidates))[:wanted])
     held = set(chosen)
-    return Split([i for i in everything if i not in held], chosen, len(candidates))
+    return ValidationSplit([i for i in everything if i not in held], chosen, len(candidates))
 
 
 class BestEpoch:

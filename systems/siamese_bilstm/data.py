@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.records import VerificationData, VerificationProblem, VerificationTruth
+from core.errors import HarnessError
+from core.records import VerificationData, VerificationProblem, VerificationTruth
 from systems.siamese_bilstm.routing import normalise_type
 from toolkit.splits import text_key
 
@@ -120,13 +120,15 @@ def collect_corpus(data: VerificationData) -> Corpus:
     return Corpus(texts, types, authors, len(roots), problem_texts, problem_authors, labels, named)
 
 
-class Split(NamedTuple):
+class AuthorSplit(NamedTuple):
+    """The authors a model trains on, and the problems of the held-out (validation) and of the training authors."""
+
     train_authors: frozenset[int]
     validation_problems: list[int]  # problem indices whose authors are all held out
     train_problems: list[int]  # problem indices whose authors are all training authors
 
 
-def split_validation(corpus: Corpus, share: float, *, seed: int) -> Split:
+def split_validation(corpus: Corpus, share: float, *, seed: int) -> AuthorSplit:
     """Hold out about `share` of the authors, whole problems at a time (see the module docstring)."""
     if not 0.0 <= share < 1.0:
         raise ValueError(f"validation share must be in [0, 1), got {share!r}")
@@ -140,7 +142,7 @@ def split_validation(corpus: Corpus, share: float, *, seed: int) -> Split:
     validation = [p for p, a in enumerate(corpus.problem_authors) if a <= held]
     train_authors = frozenset(range(corpus.num_authors)) - held
     train_problems = [p for p, a in enumerate(corpus.problem_authors) if a <= train_authors]
-    return Split(train_authors, validation, train_problems)
+    return AuthorSplit(train_authors, validation, train_problems)
 
 
 def author_pool(

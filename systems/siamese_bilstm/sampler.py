@@ -23,8 +23,8 @@ import numpy as np
 Pool = Sequence[Sequence[Sequence[int]]]
 
 
-class Batch(NamedTuple):
-    """A = batch_size / 2 authors (fewer where the pool has fewer), 2A chunks."""
+class ChunkPairBatch(NamedTuple):
+    """A batch of positive chunk pairs: A = batch_size / 2 authors (fewer where the pool has fewer), 2A chunks."""
 
     authors: np.ndarray  # (A,) indices into the pool, all distinct
     texts: np.ndarray  # (A, 2) the two texts (indices into pool[author]) of each pair, never equal
@@ -37,8 +37,8 @@ def eligible_authors(pool: Pool) -> list[int]:
 
 
 class AuthorBatchSampler:
-    """Draws `Batch`es of `batch_size` chunks, two from each of `min(batch_size / 2, eligible authors)`
-    distinct authors of `pool`."""
+    """Draws `ChunkPairBatch`es of `batch_size` chunks, two from each of `min(batch_size / 2, eligible
+    authors)` distinct authors of `pool`."""
 
     def __init__(self, pool: Pool, batch_size: int, *, seed: int) -> None:
         if batch_size < 4 or batch_size % 2:
@@ -68,7 +68,7 @@ class AuthorBatchSampler:
             chosen, self._queue = chosen + fresh[:need], fresh[need:] + chosen
         return chosen
 
-    def batch(self) -> Batch:
+    def batch(self) -> ChunkPairBatch:
         authors = self._next_authors()
         texts = np.empty((len(authors), 2), dtype=np.int64)
         rows = np.empty((len(authors), 2), dtype=np.int64)
@@ -79,8 +79,8 @@ class AuthorBatchSampler:
             for side, text in enumerate((first, second)):
                 chunks = self.pool[author][text]
                 rows[i, side] = chunks[int(self.rng.integers(len(chunks)))]
-        return Batch(np.asarray(authors, dtype=np.int64), texts, rows)
+        return ChunkPairBatch(np.asarray(authors, dtype=np.int64), texts, rows)
 
-    def batches(self, steps: int) -> Iterator[Batch]:
+    def batches(self, steps: int) -> Iterator[ChunkPairBatch]:
         for _ in range(steps):
             yield self.batch()

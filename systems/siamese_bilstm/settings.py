@@ -23,7 +23,7 @@ def coerce(part: object, field: str, kind: type) -> None:
 
 
 @dataclass(frozen=True)
-class Training:
+class SiameseTraining:
     """How each head is trained: Adam's learning rate, passes, chunks per batch (paper: 0.002, 5, 32).
 
     batch_size: chunks per batch, as the paper counts them: two chunks (from two different texts)

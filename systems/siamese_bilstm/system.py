@@ -14,7 +14,8 @@ has an abstain band fitted on open-set validation problems (authors disjoint fro
 Raw scores: a cosine c in [-1, 1] becomes (1 + c) / 2 in [0, 1] before calibration, a monotone map
 that keeps the whole range (calibration clips to [0, 1]). The ensemble's raw score is the mean of
 its members' calibrated answers, which all put their decision threshold at 0.5, calibrated again
-with a band of its own.
+with a band of its own. The bands are `toolkit.verifier`'s several-band case: the base owns the band settings
+(from the `calibration` part), the fitted check, `predict`, `params` and the checkpoint's writing.
 """
 
 from __future__ import annotations
@@ -27,13 +28,12 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from harness.errors import HarnessError
-from harness.params import build, rename_legacy
-from harness.progress import duration
-from harness.records import Answer, VerificationData, VerificationProblem
-from harness.system import constructor_params
-from systems.siamese_bilstm.data import Corpus, Split, author_pool, collect_corpus, split_validation
-from systems.siamese_bilstm.features import LayerFeatures, LayerFeaturesConfig, identity_matches
+from core.errors import HarnessError
+from core.progress import duration
+from core.records import VerificationData, VerificationProblem
+from harness.params import build
+from systems.siamese_bilstm.data import AuthorSplit, Corpus, author_pool, collect_corpus, split_validation
+from systems.siamese_bilstm.features import LayerFeatures, LayerFeaturesConfig
 from systems.siamese_bilstm.loss import ModifiedContrastive
 from systems.siamese_bilstm.model import BiLSTMHead, BiLSTMHeadConfig
 from systems.siamese_bilstm.routing import (
@@ -45,12 +45,16 @@ from systems.siamese_bilstm.routing import (
     normalise_type,
     route,
 )
-from systems.siamese_bilstm.sampler import AuthorBatchSampler, Batch, eligible_authors
-from systems.siamese_bilstm.settings import Calibration, Training
-from toolkit.calibration import AbstainBand, band_from_state, band_objective, fit_abstain_band
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
+from systems.siamese_bilstm.sampler import AuthorBatchSampler, ChunkPairBatch, eligible_authors
+from systems.siamese_bilstm.settings import Calibration
+from systems.siamese_bilstm.settings import SiameseTraining as Training
+from toolkit.calibration import AbstainBand
+from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.devices import autocast, resolve_device
+from toolkit.legacy import LegacyParams
+from toolkit.pretrained import identity_matches
 from toolkit.training import train_epochs
+from toolkit.verifier import CalibratedVerifier
 
 logger = logging.getLogger("harness")
 
@@ -59,7 +63,7 @@ SCORINGS = ("mean_embedding", "chunk_pairs")
 # class; otherwise on all calibration problems (a band fitted on a handful of scores is noise).
 MIN_PER_CLASS = 5
 # Checkpoints written before the parameters were grouped into parts held them flat, under these names.
-LEGACY_RENAMES = {
+_FLAT_RENAMES = {
     "encoder": "encoder.model",
     "layers": "encoder.layers",
     "max_tokens": "encoder.max_tokens",
@@ -81,7 +85,7 @@ LEGACY_RENAMES = {
 BATCH_UNIT = "chunks"
 
 
-class SiameseBiLSTM:
+class SiameseBiLSTM(CalibratedVerifier):
     """BERT-BiLSTM Siamese verification system with discourse-type routing (see the module docstring).
 
     Parts (objects; `harness run --param encoder.max_tokens=64` sets one field of one):
@@ -105,7 +109,11 @@ class SiameseBiLSTM:
     """
 
     name = "siamese_bilstm"
+    # a band per route, set when all are fitted (`_calibrate`) or loaded; None: not fitted
+    FITTED: ClassVar[tuple[str, ...]] = ("_bands",)
     PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"loss": (ModifiedContrastive,)}
+    # flat checkpoints (encoder a name or None, not a part) made today's
+    LEGACY_PARAMS: ClassVar[LegacyParams] = LegacyParams(slot="encoder", renames=_FLAT_RENAMES)
 
     # parts are frozen dataclasses: a shared default instance is safe (hence noqa B008)
     def __init__(
@@ -134,11 +142,7 @@ class SiameseBiLSTM:
                 raise HarnessError(f"{slot} must be a {names} part, not {value!r} (harness.params.build makes one)")
         if scoring not in SCORINGS:
             raise HarnessError(f"scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
-        self.encoder = encoder
-        self.head = head
-        self.loss = loss
-        self.training = training
-        self.calibration = calibration
+        super().__init__(locals())
         try:
             self._explicit_groups = None if groups is None else check_groups(groups)
         except ValueError as exc:
@@ -147,14 +151,11 @@ class SiameseBiLSTM:
         self._groups = self._explicit_groups if self._explicit_groups is not None else check_groups(PAN23_GROUPS)
         self._types: frozenset[str] | None = None  # types seen in training; None: not recorded (older checkpoint)
         self.groups = None if groups is None else {name: list(types) for name, types in groups.items()}
-        self.scoring = scoring
-        self.device = device
         self.mixed_precision = bool(mixed_precision)
-        self.cache_dir = cache_dir
         self.encode_batch_size = int(encode_batch_size)
         # fitted state
         self._heads: dict[str, BiLSTMHead] = {}
-        self._bands: dict[str, AbstainBand] = {}
+        self._bands: dict[str, AbstainBand] | None = None
         self._layer_index: list[int] | None = None
         self._encoder_identity: str | None = None
         self._info: dict[str, Any] = {}
@@ -162,16 +163,21 @@ class SiameseBiLSTM:
         self._extractor: LayerFeatures | None = None
         self._device: str | None = None
 
+    @property
+    def grid_step(self) -> float:
+        """The band search's step: the calibration part's."""
+        return self.calibration.grid_step
+
+    @property
+    def objective(self) -> str:
+        """What the bands maximise: the calibration part's."""
+        return self.calibration.objective
+
     # -- the protocol ------------------------------------------------------------------------------
 
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters (JSON values)."""
-        return constructor_params(self)
-
-    def fit(self, train: VerificationData, *, seed: int) -> None:
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Train the general head and one head per group, then fit every route's abstain band."""
-        if train.truth is None:
-            raise HarnessError(f"{self.name}: training needs truth; {train.source} has none")
+        self._bands = None
         timings: dict[str, float] = {}
         corpus = collect_corpus(train)
         self._types = frozenset(t for t in corpus.types if t)
@@ -188,7 +194,7 @@ class SiameseBiLSTM:
         device = self.torch_device()
         matrix_t = torch.from_numpy(matrix).to(device)
 
-        self._heads, self._bands, history = {}, {}, {}
+        self._heads, history = {}, {}
         with duration("siamese_bilstm training", timings):
             for offset, (name, types) in enumerate([(GENERAL, None), *self._groups.items()]):
                 pool = author_pool(corpus, rows, split.train_authors, types)
@@ -211,8 +217,7 @@ class SiameseBiLSTM:
         self._encoder_identity = extractor.identity
 
         with duration("siamese_bilstm calibration", timings):
-            objective = band_objective(self.calibration.objective, train)
-            calibration = self._calibrate(corpus, split, features, objective)
+            calibration = self._calibrate(train, corpus, split, features)
         routing = {
             "groups_from": "training types" if self._explicit_groups is None else "groups parameter",
             "groups": {name: list(types) for name, types in self._groups.items()},
@@ -240,12 +245,8 @@ class SiameseBiLSTM:
             "timings_s": timings,
         }
 
-    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+    def answer_values(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """Calibrated answers in [0, 1], 0.5 exactly where the routed model abstains."""
-        if not self._heads:
-            raise HarnessError(f"{self.name}: predict before fit (or load)")
-        if not problems:
-            return []
         texts: dict[str, int] = {}
         for problem in problems:
             for text in problem.texts:
@@ -254,8 +255,7 @@ class SiameseBiLSTM:
         problem_texts = [tuple(texts[t] for t in p.texts) for p in problems]
         routes = [self._route(p.discourse_types) for p in problems]
         self._note_routes(problems, routes)
-        answers = self._answers(features, problem_texts, routes)
-        return [Answer(p.id, float(v)) for p, v in zip(problems, answers, strict=True)]
+        return self._answers(features, problem_texts, routes)
 
     def _note_routes(self, problems: Sequence[VerificationProblem], routes: Sequence[str]) -> None:
         """`predict_info`: problems per route and the types training never showed; the latter also logged."""
@@ -274,9 +274,8 @@ class SiameseBiLSTM:
                 ", ".join(sorted(unseen)),
             )
 
-    def save(self, directory: Path) -> None:
-        if not self._heads or self._layer_index is None:
-            raise HarnessError(f"{self.name}: nothing to save before fit")
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Encoder identity, routing, bands and fit summary in config.json; every head's weights as arrays."""
         arrays = {
             f"{name}.{key}": value.detach().cpu().numpy()
             for name, head in self._heads.items()
@@ -289,11 +288,20 @@ class SiameseBiLSTM:
             "groups": {k: list(v) for k, v in self._groups.items()},
             "types": None if self._types is None else sorted(self._types),
             "heads": list(self._heads),
-            "bands": {name: [band.p1, band.p2] for name, band in self._bands.items()},
+            **self.band_state(),
             "batch_size_counts": BATCH_UNIT,
             "info": self._info,
         }
-        save_checkpoint(Path(directory), system=self.name, params=self.params(), state=state, arrays=arrays)
+        return state, arrays
+
+    def band_state(self) -> dict[str, Any]:
+        """The bands' entry of the checkpoint's state: "bands", route -> [p1, p2]."""
+        assert self._bands is not None
+        return {"bands": {name: [band.p1, band.p2] for name, band in self._bands.items()}}
+
+    def restore_band(self, state: Mapping[str, Any], *, where: Path) -> None:
+        """Set the bands from a checkpoint's state; a bad band is a HarnessError."""
+        self._bands = {str(name): self._read_band(band, where=where) for name, band in state["bands"].items()}
 
     @classmethod
     def load(cls, directory: Path, *, runtime: Mapping[str, Any] | None = None) -> SiameseBiLSTM:
@@ -306,8 +314,7 @@ class SiameseBiLSTM:
         directory = Path(directory)
         config_path = directory / CONFIG_NAME
         params, state, arrays = load_checkpoint(directory, system=cls.name)
-        if not isinstance(params.get("encoder"), Mapping):  # the flat format: encoder was a name or None
-            params = rename_legacy(params, LEGACY_RENAMES)
+        params = cls.LEGACY_PARAMS.upgrade(params)
         if state.get("batch_size_counts") != BATCH_UNIT:
             # Written when batch_size counted authors per batch (two chunks each): an old batch_size B
             # is 2B chunks today, so the reloaded configuration means what it meant when it was trained.
@@ -318,7 +325,7 @@ class SiameseBiLSTM:
             layers = [int(x) for x in state["layers"]]
             input_size = int(state["input_size"])
             names = [str(name) for name in state["heads"]]
-            bands = {str(name): band_from_state(band, where=config_path) for name, band in state["bands"].items()}
+            system.restore_band(state, where=config_path)
             # the groups it routed by (derived from its training types); older checkpoints stored the paper's
             # or null, and route by the groups parameter as they did
             if state.get("groups") is not None:
@@ -353,7 +360,6 @@ class SiameseBiLSTM:
                     f"{directory}: the {name!r} head's weights do not fit its parameters ({reason}); refit it"
                 ) from None
             system._heads[name] = head.to(device).eval()
-        system._bands = bands
         return system
 
     # -- pieces ------------------------------------------------------------------------------------
@@ -407,13 +413,15 @@ class SiameseBiLSTM:
         chunks = sum(len(text) for author in sampler.eligible for text in pool[author])
         steps = self.training.steps(chunks, len(sampler.eligible))
         amp = self.mixed_precision and device.startswith("cuda")
+        loss = self.loss.build(len(pool), 2 * self.head.hidden_size)  # embeddings: both directions' last states
 
-        def batch_loss(batch: Batch) -> torch.Tensor:
+        def batch_loss(batch: ChunkPairBatch) -> torch.Tensor:
             rows = torch.from_numpy(batch.rows).to(device)
+            authors = torch.from_numpy(np.concatenate([batch.authors, batch.authors])).to(device)
             with autocast(device, amp):  # the head under autocast; the loss (cosines in float32) outside it
                 anchors = head(matrix[rows[:, 0]])
                 positives = head(matrix[rows[:, 1]])
-            return self.loss(anchors, positives)
+            return loss(torch.cat([anchors, positives]), authors)
 
         epochs = train_epochs(
             network=head,
@@ -458,23 +466,24 @@ class SiameseBiLSTM:
             raw[name] = scores
         return raw
 
-    def _ensemble_raw(self, raw: Mapping[str, np.ndarray]) -> np.ndarray:
+    def _ensemble_raw(self, raw: Mapping[str, np.ndarray], bands: Mapping[str, AbstainBand]) -> np.ndarray:
         """The ensemble's raw score: the mean of all heads' calibrated answers (each decides at 0.5)."""
-        return np.mean([self._bands[name].apply(raw[name]) for name in self._heads], axis=0)
+        return np.mean([bands[name].apply(raw[name]) for name in self._heads], axis=0)
 
     def _answers(
         self, features: Sequence[np.ndarray], problem_texts: Sequence[tuple[int, ...]], routes: Sequence[str]
     ) -> np.ndarray:
+        assert self._bands is not None
         raw = self._route_scores(features, problem_texts)
         calibrated = {name: self._bands[name].apply(raw[name]) for name in self._heads}
-        calibrated[ENSEMBLE] = self._bands[ENSEMBLE].apply(self._ensemble_raw(raw))
+        calibrated[ENSEMBLE] = self._bands[ENSEMBLE].apply(self._ensemble_raw(raw, self._bands))
         return np.array([calibrated[name][p] for p, name in enumerate(routes)], dtype=np.float64)
 
     def _calibrate(
-        self, corpus: Corpus, split: Split, features: Sequence[np.ndarray], objective: dict[str, str]
+        self, train: VerificationData, corpus: Corpus, split: AuthorSplit, features: Sequence[np.ndarray]
     ) -> dict[str, Any]:
-        """Fit each head's band, then the ensemble's, on the validation problems (or training ones), for
-        `objective` (`fit_abstain_band`'s objective and profile)."""
+        """Fit each head's band, then the ensemble's, on the validation problems (or training ones), for the
+        `calibration` part's objective (`fit_band`: for `train`'s ranking where it is "task")."""
         problems, where = split.validation_problems, "validation"
         labels = np.array([corpus.labels[p] for p in problems], dtype=bool)
         if len(problems) < 2 * MIN_PER_CLASS or labels.all() or not labels.any():
@@ -492,13 +501,13 @@ class SiameseBiLSTM:
         routes = [self._route(t if all(t) else None) for t in types]
         raw = self._route_scores(features, problem_texts)
         report: dict[str, Any] = {"on": where, "problems": len(problems), "same": int(labels.sum()), "bands": {}}
+        bands: dict[str, AbstainBand] = {}
 
         def fit(name: str, scores: np.ndarray) -> None:
             mine = np.array([r == name for r in routes])
             enough = mine.any() and min(labels[mine].sum(), (~labels[mine]).sum()) >= MIN_PER_CLASS
             subset = mine if enough else np.ones(len(routes), dtype=bool)
-            band = fit_abstain_band(scores[subset], labels[subset], step=self.calibration.grid_step, **objective)
-            self._bands[name] = band
+            band = bands[name] = self.fit_band(train, scores[subset], labels[subset])
             report["bands"][name] = {
                 "p1": band.p1,
                 "p2": band.p2,
@@ -508,7 +517,8 @@ class SiameseBiLSTM:
 
         for name in self._heads:
             fit(name, raw[name])
-        fit(ENSEMBLE, self._ensemble_raw(raw))
+        fit(ENSEMBLE, self._ensemble_raw(raw, bands))
+        self._bands = bands
         return report
 
 

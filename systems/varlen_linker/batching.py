@@ -1,6 +1,6 @@
 """Actions -> the flat arrays the sample encoder takes; training batches of author samples.
 
-`PostTable` holds every post of a set of streams once (subword ids, hour, subreddit), so a sample
+`TokenisedPosts` holds every post of a set of streams once (subword ids, hour, subreddit), so a sample
 is just a range of rows. Subreddit indices outside the model's buckets (an unknown subreddit, a
 task built with another N) fall into the "other" bucket.
 """
@@ -19,13 +19,13 @@ from tasks.reddit.records import Action
 BLANK_HOUR = -1  # a blank (padding) post: no hour, no text, the blank subreddit row
 
 
-class PostTable(NamedTuple):
+class TokenisedPosts(NamedTuple):
     tokens: np.ndarray  # (posts, post_length) int64
     hours: np.ndarray  # (posts,) int64, -1 for blank posts
     subreddits: np.ndarray  # (posts,) int64
 
 
-class Batch(NamedTuple):
+class SampleBatch(NamedTuple):
     """A batch ready for the model: posts flat, in sample order, and each sample's length."""
 
     tokens: np.ndarray
@@ -37,7 +37,7 @@ class Batch(NamedTuple):
 
 def post_table(
     actions: Sequence[Action], tokenizer: SubwordTokenizer, *, post_length: int, num_subreddits: int
-) -> PostTable:
+) -> TokenisedPosts:
     """Encode actions once, plus one blank post as the last row (`blank_row`), for padding.
 
     Subreddits outside [0, num_subreddits) become "other" (num_subreddits - 1); the blank post
@@ -50,22 +50,22 @@ def post_table(
     if len(hours) and (hours.min() < 0 or hours.max() > 23):
         raise ValueError("hours of day must lie in 0..23")
     tokens = tokenizer.encode([a.text for a in actions], post_length)
-    return PostTable(
+    return TokenisedPosts(
         np.concatenate([tokens, np.zeros((1, post_length), dtype=np.int64)]),
         np.append(hours, BLANK_HOUR),
         np.append(subreddits, num_subreddits),
     )
 
 
-def blank_row(table: PostTable) -> int:
+def blank_row(table: TokenisedPosts) -> int:
     """Index of the table's blank post."""
     return len(table.hours) - 1
 
 
-def make_batch(table: PostTable, units: Sequence[np.ndarray], labels: Sequence[int]) -> Batch:
+def make_batch(table: TokenisedPosts, units: Sequence[np.ndarray], labels: Sequence[int]) -> SampleBatch:
     """A batch of samples, each given as the table rows of its posts (blank rows included)."""
     rows = np.concatenate(units)
-    return Batch(
+    return SampleBatch(
         table.tokens[rows],
         table.hours[rows],
         table.subreddits[rows],
@@ -82,7 +82,7 @@ def padded(rows: np.ndarray, size: int, blank: int) -> np.ndarray:
 
 
 def training_batch(
-    table: PostTable,
+    table: TokenisedPosts,
     offsets: np.ndarray,
     authors: np.ndarray,
     rng: np.random.Generator,
@@ -91,7 +91,7 @@ def training_batch(
     sizes: SampleSizes,
     sampling: PeriodSampling | OverlappingSampling,
     pad_to: int | None,
-) -> Batch:
+) -> SampleBatch:
     """`samples_per_author` contiguous samples of each author (stream i is rows offsets[i]:offsets[i+1]),
     each of a size drawn from `sizes`, placed in the stream by `sampling` (systems.varlen_linker.sampling).
 

@@ -183,22 +183,3 @@ def period_spans(rng: np.random.Generator, stream_length: int, sizes: SampleSize
         start, stop = sample_span(rng, last - first, sizes.draw(rng))
         spans.append((first + start, first + stop))
     return spans
-
-
-def epoch_batches(n_authors: int, authors_per_batch: int, rng: np.random.Generator, steps: int) -> list[np.ndarray]:
-    """`steps` batches of distinct author indices: shuffled passes over all authors, cut into batches.
-
-    A batch never repeats an author; when a pass runs out, the next shuffled pass starts.
-    """
-    if n_authors < 2:
-        raise ValueError(f"metric learning needs at least 2 authors, got {n_authors}")
-    per_batch = min(authors_per_batch, n_authors)
-    batches: list[np.ndarray] = []
-    order = rng.permutation(n_authors)
-    position = 0
-    while len(batches) < steps:
-        if position + per_batch > n_authors:
-            order, position = rng.permutation(n_authors), 0
-        batches.append(order[position : position + per_batch])
-        position += per_batch
-    return batches

@@ -11,7 +11,7 @@
 
 All three score pairs by Euclidean distance (metric "euclidean"). Training: SentencePiece unigram
 model on the training texts, then batches of `authors_per_batch` distinct authors with
-`samples_per_author` samples each, a metric-learning loss (systems.varlen_linker.losses), Adam, in
+`samples_per_author` samples each, a metric-learning loss (toolkit.metric_losses), Adam, in
 the shared training loop (toolkit.training). Mixed precision on CUDA; data parallel under torchrun
 (one batch per process per step).
 
@@ -22,7 +22,7 @@ issue 13, independent starts over the whole stream, with every author kept).
 
 The constructor takes parts (harness.params): `encoder` (SampleEncoderConfig), `sample_sizes`
 (SampleSizes), `sampling` (PeriodSampling or OverlappingSampling), `loss` (TripletLoss, TopKLoss or
-RankedListLoss) and `training` (Training, Adam; or SgdTraining):
+RankedListLoss) and `training` (VarlenTraining, Adam; or SgdTraining):
 `VarlenLinker(encoder=SampleEncoderConfig(token_dim=32), loss=TopKLoss(top_k=8))`, or on the command
 line `--param encoder.token_dim=32 --param loss=topk --param loss.top_k=8`.
 
@@ -48,7 +48,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
@@ -56,20 +56,28 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 import numpy as np
 import torch
 
-from harness.errors import HarnessError
-from harness.params import build, build_part, rename_legacy
-from harness.progress import Progress
-from harness.system import constructor_params
-from systems.varlen_linker.batching import Batch, PostTable, blank_row, make_batch, padded, post_table, training_batch
-from systems.varlen_linker.losses import LOSSES, RankedListLoss, TopKLoss, TripletLoss
+from core.errors import HarnessError
+from core.progress import Progress
+from systems.varlen_linker.batching import (
+    SampleBatch,
+    TokenisedPosts,
+    blank_row,
+    make_batch,
+    padded,
+    post_table,
+    training_batch,
+)
 from systems.varlen_linker.model import SampleEncoder, SampleEncoderConfig
-from systems.varlen_linker.sampling import SAMPLINGS, OverlappingSampling, PeriodSampling, SampleSizes, epoch_batches
+from systems.varlen_linker.sampling import SAMPLINGS, OverlappingSampling, PeriodSampling, SampleSizes
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action, RedditData
-from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params, save_checkpoint
 from toolkit.devices import autocast, resolve_device
 from toolkit.distributed import DistributedContext, barrier, init_distributed, shard, wrap_model
+from toolkit.legacy import LegacyParams
 from toolkit.memory import peak_rss_mb, torch_threads, trim_heap
+from toolkit.metric_batches import LazyBatches, epoch_plan
+from toolkit.metric_losses import LOSSES, MetricLoss, TripletLoss
+from toolkit.parts_system import PartsSystem
 from toolkit.training import check_metric_batches, train_epochs
 
 logger = logging.getLogger("harness")
@@ -79,7 +87,7 @@ _System = TypeVar("_System", bound="VarlenLinker")
 
 
 @dataclass(frozen=True)
-class Training:
+class VarlenTraining:
     """The training schedule: batches of `authors_per_batch` distinct authors x `samples_per_author`
     samples (>= 2 of each: metric learning needs positives and negatives), `epochs` of
     `steps_per_epoch` batches (None: one pass over the training authors), Adam with learning rate
@@ -109,10 +117,10 @@ class Training:
 
 
 @dataclass(frozen=True)
-class SgdTraining(Training):
+class SgdTraining(VarlenTraining):
     """Training with SGD and momentum, the learning rate divided by 10 `lr_decays` times, at evenly
     spaced points of the run (3: at 1/4, 1/2 and 3/4 of the steps, as the authors' released
-    configuration does at 250k, 500k and 750k of 1M steps). Other fields as Training.
+    configuration does at 250k, 500k and 750k of 1M steps). Other fields as VarlenTraining.
     """
 
     name: ClassVar[str] = "sgd"
@@ -137,19 +145,18 @@ class SgdTraining(Training):
         return 0.1 ** sum(1 for point in points if step >= point)
 
 
-TRAININGS = (Training, SgdTraining)
+TRAININGS = (VarlenTraining, SgdTraining)
 Sampling = PeriodSampling | OverlappingSampling
-Loss = TripletLoss | TopKLoss | RankedListLoss
 
 
-class Preset(NamedTuple):
+class VarlenPreset(NamedTuple):
     """The parts a named preset gives a system, where the caller gives none."""
 
     encoder: SampleEncoderConfig
     sample_sizes: SampleSizes
     sampling: Sampling
-    loss: Loss
-    training: Training
+    loss: MetricLoss
+    training: VarlenTraining
 
 
 # the paper's sizes (appendix B, C) and the released configuration's schedule; see the module doc
@@ -163,11 +170,11 @@ PAPER_TRAINING = SgdTraining(
 )  # fmt: skip
 
 
-def presets(sample_sizes: SampleSizes) -> dict[str, Preset]:
+def _presets(sample_sizes: SampleSizes) -> dict[str, VarlenPreset]:
     """The "cpu" and "paper" presets of a variant trained on samples of `sample_sizes`."""
     return {
-        "cpu": Preset(SampleEncoderConfig(), sample_sizes, PeriodSampling(), TripletLoss(), Training()),
-        "paper": Preset(
+        "cpu": VarlenPreset(SampleEncoderConfig(), sample_sizes, PeriodSampling(), TripletLoss(), VarlenTraining()),
+        "paper": VarlenPreset(
             PAPER_ENCODER, sample_sizes, PeriodSampling(min_posts=100, max_posts=1000), TripletLoss(margin=0.2),
             PAPER_TRAINING,
         ),
@@ -175,7 +182,7 @@ def presets(sample_sizes: SampleSizes) -> dict[str, Preset]:
 
 
 # Checkpoints written before parts had flat parameters and the loss as a string: old name -> dotted name.
-LEGACY_RENAMES = {
+_FLAT_RENAMES = {
     **{
         key: f"encoder.{key}"
         for key in ("vocab_size", "post_length", "token_dim", "filters", "subreddit_dim", "attention_dim")
@@ -191,36 +198,29 @@ LEGACY_RENAMES = {
     },
 }
 # the old loss strings -> (the loss part's name, {old flat parameter: the part's field})
-LEGACY_LOSSES = {
+_FLAT_LOSSES = {
     "triplet": ("triplet", {"margin": "margin"}),
     "topk": ("topk", {"top_k": "top_k", "top_k_margin": "margin"}),
     "ranked_list": ("ranked_list", {"margin": "margin"}),
 }
-_LEGACY_LOSS_PARAMS = ("margin", "top_k", "top_k_margin")
+_FLAT_LOSS_PARAMS = ("margin", "top_k", "top_k_margin")
 
 
-def upgrade_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A checkpoint's parameters in today's form: those of the flat format (the loss a string)
-    renamed to dotted names, the loss string and its settings made a loss part; a checkpoint
-    without a sampling part was trained with the overlapping sampler, and says so; others as they are.
-    """
-    if "sampling" not in params and "sampling.name" not in params:
-        params = {**params, "sampling": OverlappingSampling.name}
-    if not isinstance(params.get("loss"), str):
-        return dict(params)
-    flat = dict(params)
+def _flat_loss(flat: dict[str, Any]) -> dict[str, Any]:
+    """The flat format's loss string and its settings as a loss part (dotted), the other parameters as they are."""
     loss = flat.pop("loss")
-    if loss not in LEGACY_LOSSES:
-        raise HarnessError(f"unknown loss {loss!r} in a checkpoint; known: {', '.join(LEGACY_LOSSES)}")
-    part, fields = LEGACY_LOSSES[loss]
-    settings = {key: flat.pop(key) for key in _LEGACY_LOSS_PARAMS if key in flat}
-    upgraded = rename_legacy(flat, LEGACY_RENAMES)
-    upgraded["loss"] = part
-    upgraded.update({f"loss.{field}": settings[old] for old, field in fields.items() if old in settings})
-    return upgraded
+    if loss not in _FLAT_LOSSES:
+        raise HarnessError(f"unknown loss {loss!r} in a checkpoint; known: {', '.join(_FLAT_LOSSES)}")
+    part, fields = _FLAT_LOSSES[loss]
+    settings = {key: flat.pop(key) for key in _FLAT_LOSS_PARAMS if key in flat}
+    return {
+        **flat,
+        "loss": part,
+        **{f"loss.{field}": settings[old] for old, field in fields.items() if old in settings},
+    }
 
 
-class VarlenLinker:
+class VarlenLinker(PartsSystem):
     """Variable-length sample encoder (Khan et al. 2021); see the module docstring.
 
     Parameters (parts, or JSON values, so `harness run --param KEY=VALUE` can set them):
@@ -232,7 +232,7 @@ class VarlenLinker:
             periods, no shared post; minimum-posts filter) or OverlappingSampling (the old sampler).
         loss: TripletLoss (semi-hard mining, paper margin 0.2), TopKLoss (Lu et al.; paper k = 4,
             margin 0.25) or RankedListLoss (pytorch-metric-learning).
-        training: batch shape, epochs and steps, learning rate, gradient clip: Training (Adam) or
+        training: batch shape, epochs and steps, learning rate, gradient clip: VarlenTraining (Adam) or
             SgdTraining (SGD with momentum and step decays).
         embed_batch_posts: posts per forward pass when embedding.
         device: "auto", "cpu" or "cuda"; mixed_precision: autocast on CUDA (ignored on CPU).
@@ -251,7 +251,18 @@ class VarlenLinker:
         "loss": LOSSES,
         "training": TRAININGS,
     }
-    PRESETS: ClassVar[dict[str, Preset]] = presets(SampleSizes())
+    # the parts (set by `_take_parts`)
+    encoder: SampleEncoderConfig
+    sample_sizes: SampleSizes
+    sampling: Sampling
+    loss: MetricLoss
+    training: VarlenTraining
+    PRESETS: ClassVar[dict[str, VarlenPreset]] = _presets(SampleSizes())
+    # flat checkpoints (the loss a string) made today's; one without a sampling part was trained with the
+    # overlapping sampler (before issue 13), and says so
+    LEGACY_PARAMS: ClassVar[LegacyParams] = LegacyParams(
+        slot="loss", renames=_FLAT_RENAMES, convert=_flat_loss, absent={"sampling": OverlappingSampling.name}
+    )
 
     def __init__(
         self,
@@ -260,48 +271,26 @@ class VarlenLinker:
         encoder: SampleEncoderConfig | None = None,
         sample_sizes: SampleSizes | None = None,
         sampling: Sampling | None = None,
-        loss: Loss | None = None,
-        training: Training | None = None,
+        loss: MetricLoss | None = None,
+        training: VarlenTraining | None = None,
         embed_batch_posts: int = 4096,
         device: str = "auto",
         mixed_precision: bool = True,
         cpu_threads: int | None = None,
     ) -> None:
-        if preset not in self.PRESETS:
-            raise HarnessError(f"{self.name}: preset must be one of {', '.join(self.PRESETS)}, not {preset!r}")
         if embed_batch_posts < 1:
             raise HarnessError(f"{self.name}: embed_batch_posts must be positive, got {embed_batch_posts}")
-        if cpu_threads is not None and cpu_threads < 1:
-            raise HarnessError(f"{self.name}: cpu_threads must be positive or None")
-        chosen = self.PRESETS[preset]
-        self.preset = preset
-        self.encoder: SampleEncoderConfig = self._part("encoder", encoder, chosen.encoder)
-        self.sample_sizes: SampleSizes = self._part("sample_sizes", sample_sizes, chosen.sample_sizes)
-        self.sampling: Sampling = self._part("sampling", sampling, chosen.sampling)
-        self.loss: Loss = self._part("loss", loss, chosen.loss)
-        self.training: Training = self._part("training", training, chosen.training)
+        self._take_parts(
+            preset, cpu_threads, encoder=encoder, sample_sizes=sample_sizes, sampling=sampling, loss=loss,
+            training=training,
+        )  # fmt: skip
         self.embed_batch_posts = embed_batch_posts
         self.device = device
         self.mixed_precision = mixed_precision
-        self.cpu_threads = cpu_threads
         self._tokenizer: SubwordTokenizer | None = None
         self._model: SampleEncoder | None = None
         self._num_subreddits: int | None = None
         self.training_stats: dict[str, Any] = {}
-
-    def _part(self, slot: str, given: Any, default: Any) -> Any:
-        """The part for `slot`: the preset's, or a part, name or fields given (fields over the preset's values)."""
-        if given is None:
-            return default
-        part = build_part(default, given, choices=self.PART_CHOICES[slot], where=f"{self.name}: {slot}")
-        if not isinstance(part, self.PART_CHOICES[slot]):
-            names = " or ".join(kind.__name__ for kind in self.PART_CHOICES[slot])
-            raise HarnessError(f"{self.name}: {slot} must be a {names}, not {given!r}")
-        return part
-
-    def params(self) -> dict[str, Any]:
-        """The constructor parameters, parts as nested dicts."""
-        return constructor_params(self)
 
     # ------------------------------------------------------------------ training
 
@@ -309,12 +298,8 @@ class VarlenLinker:
         """Fixed-size models see padded samples in training as at test time; others see real posts only."""
         return self.sample_sizes.max_length if self.embed_mode == "groups" else None
 
-    def fit(self, train: RedditData, *, seed: int) -> None:
-        """Train the tokenizer on every training post, the encoder on the authors `sampling` keeps."""
-        with torch_threads(self.cpu_threads):
-            self._fit(train, seed=seed)
-
     def _fit(self, train: RedditData, *, seed: int) -> None:
+        """Train the tokenizer on every training post, the encoder on the authors `sampling` keeps."""
         device = resolve_device(self.device)
         context = init_distributed(device)
         torch.manual_seed(seed)
@@ -341,7 +326,7 @@ class VarlenLinker:
         model = self.encoder.build(num_tokens=tokenizer.vocab_size, num_subreddits=self._num_subreddits).to(device)
         network = wrap_model(model, context, device)
         optimizer = training.optimizer(model.parameters())
-        loss_fn = self.loss.build()
+        loss_fn = self.loss.build(len(streams), self.encoder.embedding_dim)
         steps = training.steps_per_epoch or max(1, math.ceil(len(streams) / training.authors_per_batch))
         total_steps = training.epochs * len(shard(list(range(steps)), context))  # this process's, for lr decays
         logger.info(
@@ -351,25 +336,25 @@ class VarlenLinker:
         )  # fmt: skip
         seen = {"samples": 0, "posts": 0, "steps": 0}
 
-        def batches_of(epoch: int) -> _LazyBatches:
-            plan = _epoch_batches(len(streams), training.authors_per_batch, seed, epoch, steps)
+        def batches_of(epoch: int) -> LazyBatches[SampleBatch]:
+            plan = epoch_plan(len(streams), training.authors_per_batch, seed=seed, epoch=epoch, steps=steps)
 
-            def make(index: int) -> Batch:
+            def make(index: int) -> SampleBatch:
                 rng = np.random.default_rng([seed, epoch, index])  # the same batch whatever the process count
                 return training_batch(
                     table, offsets, plan[index], rng, samples_per_author=training.samples_per_author,
                     sizes=self.sample_sizes, sampling=self.sampling, pad_to=self._training_pad(),
                 )  # fmt: skip
 
-            return _LazyBatches(shard(list(range(len(plan))), context), make)
+            return LazyBatches(shard(list(range(len(plan))), context), make)
 
-        def batch_loss(batch: Batch) -> torch.Tensor:
+        def batch_loss(batch: SampleBatch) -> torch.Tensor:
             tokens, hours, subreddits, lengths, labels = (torch.as_tensor(a, device=device) for a in batch)
             with autocast(device, self.mixed_precision):
                 embeddings = network(tokens, hours, subreddits, lengths)
             return loss_fn(embeddings.float(), labels)  # the loss in float32, outside autocast
 
-        def after_step(batch: Batch) -> None:
+        def after_step(batch: SampleBatch) -> None:
             if device == "cpu":
                 trim_heap()
             seen["samples"] += len(batch.lengths)
@@ -471,7 +456,7 @@ class VarlenLinker:
         return (sums / counts[:, None]).astype(np.float32)
 
     @torch.no_grad()
-    def _embed_units(self, model: SampleEncoder, table: PostTable, units: list[np.ndarray]) -> np.ndarray:
+    def _embed_units(self, model: SampleEncoder, table: TokenisedPosts, units: list[np.ndarray]) -> np.ndarray:
         device = resolve_device(self.device)
         model.to(device).eval()
         order = sorted(range(len(units)), key=lambda i: -len(units[i]))  # similar sizes together: less padding
@@ -502,7 +487,7 @@ class VarlenLinker:
         arrays = {f"model.{k}": v.detach().cpu().numpy() for k, v in model.state_dict().items()}
         arrays["tokenizer"] = np.frombuffer(tokenizer.model_proto, dtype=np.uint8).copy()
         state = {"num_subreddits": num_subreddits, "training": self.training_stats}
-        save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
+        self._save(directory, state=state, arrays=arrays)
 
     @classmethod
     def load(cls: type[_System], directory: Path, *, runtime: Mapping[str, Any] | None = None) -> _System:
@@ -510,9 +495,7 @@ class VarlenLinker:
 
         Device, mixed precision and CPU threads are this machine's (`runtime`, else the defaults), not the checkpoint's.
         """
-        params, state, arrays = load_checkpoint(directory, system=cls.name)
-        params = runtime_params(upgrade_params(params), runtime, where=Path(directory) / CONFIG_NAME)
-        system = build(cls, params, label=f"{directory}: {cls.name} checkpoint")
+        system, state, arrays = cls._read(directory, runtime)
         try:
             tokenizer = SubwordTokenizer(arrays["tokenizer"].tobytes())
             num_subreddits = int(state["num_subreddits"])
@@ -525,25 +508,6 @@ class VarlenLinker:
         system._tokenizer, system._model, system._num_subreddits = tokenizer, model, num_subreddits
         system.training_stats = dict(state.get("training", {}))
         return system
-
-
-class _LazyBatches:
-    """An epoch's batches (this process's share), each made when the loop reaches it: an epoch of
-    thousands of steps never holds all its batches at once.
-    """
-
-    def __init__(self, indices: list[int], make: Callable[[int], Batch]) -> None:
-        self.indices, self.make = indices, make
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __iter__(self) -> Iterator[Batch]:
-        return (self.make(index) for index in self.indices)
-
-
-def _epoch_batches(n_authors: int, authors_per_batch: int, seed: int, epoch: int, steps: int) -> list[np.ndarray]:
-    return epoch_batches(n_authors, authors_per_batch, np.random.default_rng([seed, epoch, 2**31]), steps)
 
 
 def _broadcast_bytes(data: bytes, device: str) -> bytes:
@@ -573,7 +537,7 @@ class IurFixed(VarlenLinker):
     name: ClassVar[str] = "iur_fixed"
     embed_mode: ClassVar[str] = "groups"
     # the same constructor, presets with other sample sizes: `harness run --param` and the result record see them
-    PRESETS: ClassVar[dict[str, Preset]] = presets(SampleSizes(min_length=16, max_length=16))
+    PRESETS: ClassVar[dict[str, VarlenPreset]] = _presets(SampleSizes(min_length=16, max_length=16))
 
 
 class VarlenAvg(VarlenLinker):
@@ -584,4 +548,4 @@ class VarlenAvg(VarlenLinker):
     name: ClassVar[str] = "varlen_avg"
     embed_mode: ClassVar[str] = "posts"
     # the same constructor, presets with other sample sizes: `harness run --param` and the result record see them
-    PRESETS: ClassVar[dict[str, Preset]] = presets(SampleSizes(min_length=1, max_length=1))
+    PRESETS: ClassVar[dict[str, VarlenPreset]] = _presets(SampleSizes(min_length=1, max_length=1))

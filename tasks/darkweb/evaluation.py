@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from core.progress import Progress
 from harness.metrics.ranking import ranking_scores
-from harness.progress import Progress
 from harness.task import Evaluation
 from tasks.darkweb.records import Episode
 from toolkit.nearest import first_match_ranks

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.errors import DataError
+from core.errors import DataError
 from tasks.darkweb.records import Episode, EpisodePost
 from tasks.forum.records import ForumPost
 

@@ -18,8 +18,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from harness.errors import DataError, HarnessError
-from harness.files import sha256_files
+from core.errors import DataError, HarnessError
+from core.files import sha256_files
 from harness.task import Evaluation, TaskMetadata
 from tasks.darkweb.episodes import EPISODE_LENGTHS, EpisodeIndex, EpisodeRows, episode_index, time_split_rows
 from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embeddings

@@ -30,8 +30,8 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
-from harness.errors import DataError
-from harness.files import find_temporaries, staging_folder, write_json
+from core.errors import DataError
+from core.files import find_temporaries, staging_folder, write_json
 from tasks.forum.reader import iter_forum_posts
 from tasks.forum.records import ForumPost
 
@@ -60,7 +60,7 @@ def posts_cache_folder(content_sha256: str) -> Path:
 
 
 def file_digests(path: Path) -> tuple[str, str]:
-    """(sha256 hex of the file's bytes, its checksum as harness.files.sha256_files gives it), in one read."""
+    """(sha256 hex of the file's bytes, its checksum as core.files.sha256_files gives it), in one read."""
     path = Path(path)
     content = hashlib.sha256()
     named = hashlib.sha256(path.name.encode("utf-8") + b"\0")
@@ -182,7 +182,7 @@ def _arrow_table(posts: list[ForumPost]) -> Any:
 
 @contextlib.contextmanager
 def _quiet_datasets() -> Iterator[None]:
-    """No tqdm bars of `datasets` while saving or loading (progress goes through harness.progress)."""
+    """No tqdm bars of `datasets` while saving or loading (progress goes through core.progress)."""
     import datasets
 
     enabled = datasets.is_progress_bar_enabled()
@@ -206,7 +206,7 @@ class PostTable:
             raise DataError("not a complete posts cache (no completion marker)", path=folder)
         self.folder = Path(folder)
         self.source = Path(source)
-        self.checksum = checksum  # of the source file, as harness.files.sha256_files gives it
+        self.checksum = checksum  # of the source file, as core.files.sha256_files gives it
         with _quiet_datasets():
             self._datasets = [datasets.load_from_disk(str(self.folder / part)) for part in marker["parts"]]
         self._table = pa.concat_tables([d.data.table for d in self._datasets])

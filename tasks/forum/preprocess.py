@@ -22,13 +22,7 @@ from __future__ import annotations
 
 import re
 
-QUOTE = "[QUOTE]"
-PGP_PUBKEY = "[PGP PUBKEY]"
-PGP_SIGNATURE = "[PGP SIGNATURE]"
-PGP_ENCMSG = "[PGP ENCMSG]"
-LINK = "[LINK]"
-IMAGE = "[IMAGE]"
-SPECIAL_TOKENS = (QUOTE, PGP_PUBKEY, PGP_SIGNATURE, PGP_ENCMSG, LINK, IMAGE)
+from tasks.forum.records import IMAGE, LINK, PGP_ENCMSG, PGP_PUBKEY, PGP_SIGNATURE, QUOTE
 
 # -- PGP -------------------------------------------------------------------------------------------
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.errors import DataError
-from harness.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
-from harness.progress import pbar
+from core.errors import DataError
+from core.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
+from core.progress import pbar
 from tasks.forum.records import ForumPost
 
 POSTS_STEM = "posts.jsonl"

@@ -9,6 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable
 
+# The tokens SYSML's pre-processing (tasks.forum.preprocess) puts in a cleaned post's text, part of what a system
+# reads: quoted text, PGP blocks, links and images.
+QUOTE = "[QUOTE]"
+PGP_PUBKEY = "[PGP PUBKEY]"
+PGP_SIGNATURE = "[PGP SIGNATURE]"
+PGP_ENCMSG = "[PGP ENCMSG]"
+LINK = "[LINK]"
+IMAGE = "[IMAGE]"
+SPECIAL_TOKENS = (QUOTE, PGP_PUBKEY, PGP_SIGNATURE, PGP_ENCMSG, LINK, IMAGE)
+
 
 class ForumPost(NamedTuple):
     """One post of a forum or subreddit, as in ../shared/data/forum-posts (ordered by time)."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.errors import DataError, HarnessError
+from core.errors import DataError, HarnessError
 from tasks.pairs.sources import SourceText
 
 SPLITS = ("train", "test")
@@ -114,7 +114,7 @@ def gap_bucket(first: float | None, second: float | None) -> str:
     return GAP_LABELS[bisect.bisect_right(GAP_EDGES, abs(second - first))]
 
 
-def build(texts: Sequence[SourceText], rules: PairRules, source: Path) -> BuiltPairs:
+def draw_pairs(texts: Sequence[SourceText], rules: PairRules, source: Path) -> BuiltPairs:
     """Pairs for train and test under the rules above; a DataError naming `source` when the data cannot give them."""
     rules.check()
     kept, dropped_texts = candidate_texts(texts, rules.min_chars)

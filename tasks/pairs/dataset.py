@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from tasks.pairs.builder import SPLITS, BuiltPairs, PairRules, build
+from core.errors import HarnessError
+from tasks.pairs.builder import SPLITS, BuiltPairs, PairRules, draw_pairs
 from tasks.pairs.manifest import Manifest, manifest_data
 from tasks.pairs.sources import SourceRead, read_folder_texts, read_jsonl_texts, read_pan_classic_texts
 from tasks.pairs.writer import Stage, check_out_dir, staged_dataset
@@ -89,7 +89,7 @@ def build_pairs(
     check_out_dir(out_dir, overwrite, inputs)
 
     read = _read(source, inputs, options)
-    built = build(read.texts, rules, inputs[0])
+    built = draw_pairs(read.texts, rules, inputs[0])
     parameters = {
         "source": source,
         "input": [str(p) for p in inputs],

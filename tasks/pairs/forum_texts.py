@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import DataError, HarnessError
-from harness.files import check_text, read_jsonl
+from core.errors import DataError, HarnessError
+from core.files import check_text, read_jsonl
 from tasks.forum.reader import find_posts_file, read_forum_posts
 from tasks.forum.records import ForumPost
 from tasks.pairs.sources import AUTHORS_AS_NAMED, SourceRead, SourceText

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.errors import DataError, HarnessError
-from harness.files import check_text, read_jsonl, require_field, sha256_files
+from core.errors import DataError, HarnessError
+from core.files import check_text, read_jsonl, require_field, sha256_files
 from toolkit.splits import UnionFind
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.files import staging_folder
+from core.errors import HarnessError
+from core.files import staging_folder
 
 STAGED_SUFFIX = ".pairs-new"  # `.OUT.XXXXXXXX.pairs-new`: the dataset being written
 SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being replaced, for a moment

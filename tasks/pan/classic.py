@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from harness.errors import DataError
-from harness.files import sha256_files
+from core.errors import DataError
+from core.files import sha256_files
+from core.records import VerificationData, VerificationTruth
 from harness.metrics.verification import auc_x_c_at_1_from_results
-from harness.records import VerificationData, VerificationTruth
 from harness.task import TaskMetadata
 from tasks.pan.common import PanVerificationTask, check_truth_ids, checked_split_folder
 from tasks.pan.folders import CLASSIC_GENRES, problem_dirs, read_classic_corpus, read_classic_truth

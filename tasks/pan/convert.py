@@ -30,9 +30,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.files import atomic_write
-from harness.records import VerificationProblem
+from core.errors import HarnessError
+from core.files import atomic_write
+from core.records import VerificationProblem
 from tasks.pan.common import check_truth_ids
 from tasks.pan.folders import placeholder_authors, read_classic_corpus, read_classic_truth
 

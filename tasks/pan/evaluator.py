@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import DataError
-from harness.files import atomic_write, read_jsonl, require_field, write_json
+from core.errors import DataError
+from core.files import atomic_write, read_jsonl, require_field, write_json
+from core.records import NO_ANSWER, VerificationTruth
 from harness.metrics.verification import PROFILES, evaluate_all
-from harness.records import NO_ANSWER, VerificationTruth
 
 logger = logging.getLogger("harness")
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import DataError
-from harness.records import VerificationProblem, VerificationTruth
+from core.errors import DataError
+from core.records import VerificationProblem, VerificationTruth
 
 # Genre names as PAN 2013-2015 corpora declare them (contents.json "genre") -> the discourse type the
 # harness records. A declared genre missing here is kept as declared (lower case).

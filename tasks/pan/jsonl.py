@@ -19,9 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import DataError
-from harness.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
-from harness.records import VerificationData, VerificationProblem, VerificationTruth
+from core.errors import DataError
+from core.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
+from core.records import VerificationData, VerificationProblem, VerificationTruth
+from harness.task import TaskMetadata
 from tasks.pan.common import PanVerificationTask, check_truth_ids, checked_split_folder
 
 
@@ -132,6 +133,32 @@ def _read_string_list(
         if not value.strip():
             raise DataError("empty string", path=path, line=line, field=f"{field}[{i}]")
     return tuple(values)
+
+
+def jsonl_metadata(
+    name: str,
+    *,
+    years: str,
+    measures: tuple[str, ...],
+    mean_of: str,
+    citation: str,
+    extra: dict[str, Any] | None = None,
+) -> TaskMetadata:
+    """The metadata of a pairs.jsonl task scored with PAN's `name` evaluator (`overall` = the mean of `mean_of`)."""
+    return TaskMetadata(
+        name=name,
+        version="1",
+        kind="verification",
+        description=(
+            f"PAN {years} authorship verification: pairs.jsonl + truth.jsonl per split; "
+            f"scored with the PAN 20{name[3:]} evaluator (overall = mean of {mean_of})"
+        ),
+        main_score="overall",
+        measures=measures,
+        evaluator=name,
+        citation=citation,
+        extra=extra or {},
+    )
 
 
 class JsonlVerificationTask(PanVerificationTask):

@@ -11,24 +11,17 @@ from __future__ import annotations
 from typing import ClassVar
 
 from harness.task import TaskMetadata
-from tasks.pan.jsonl import JsonlVerificationTask
+from tasks.pan.jsonl import JsonlVerificationTask, jsonl_metadata
 
 
 class Pan20Task(JsonlVerificationTask):
     """PAN 2020-2021 authorship verification: pairs of fanfiction texts; PAN 2020 measures."""
 
-    metadata: ClassVar[TaskMetadata] = TaskMetadata(
-        name="pan20",
-        version="1",
-        kind="verification",
-        description=(
-            "PAN 2020-2021 authorship verification: pairs.jsonl + truth.jsonl per split; "
-            "scored with the PAN 2020 evaluator (overall = mean of AUC, c@1, F1, F0.5u)"
-        ),
-        main_score="overall",
+    metadata: ClassVar[TaskMetadata] = jsonl_metadata(
+        "pan20",
+        years="2020-2021",
         measures=("auc", "c_at_1", "f1", "f_05_u", "overall"),
-        splits=("train", "test"),
-        evaluator="pan20",
+        mean_of="AUC, c@1, F1, F0.5u",
         citation=(
             "Mike Kestemont, Enrique Manjavacas, Ilia Markov, Janek Bevendorff, Matti Wiegmann, Efstathios "
             "Stamatatos, Martin Potthast, Benno Stein. Overview of the Cross-Domain Authorship Verification Task at "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from harness.task import TaskMetadata
-from tasks.pan.jsonl import JsonlVerificationTask
+from tasks.pan.jsonl import JsonlVerificationTask, jsonl_metadata
 
 PAN23_DISCOURSE_TYPES = ("essay", "email", "interview", "speech_transcription")
 
@@ -13,18 +13,11 @@ PAN23_DISCOURSE_TYPES = ("essay", "email", "interview", "speech_transcription")
 class Pan23Task(JsonlVerificationTask):
     """PAN 2020-2023 authorship verification: pairs of texts, same author or not; PAN 2023 measures."""
 
-    metadata: ClassVar[TaskMetadata] = TaskMetadata(
-        name="pan23",
-        version="1",
-        kind="verification",
-        description=(
-            "PAN 2020-2023 authorship verification: pairs.jsonl + truth.jsonl per split; "
-            "scored with the PAN 2023 evaluator (overall = mean of AUC, c@1, F0.5u, F1, Brier)"
-        ),
-        main_score="overall",
+    metadata: ClassVar[TaskMetadata] = jsonl_metadata(
+        "pan23",
+        years="2020-2023",
         measures=("auc", "c_at_1", "f_05_u", "f1", "brier", "overall", "c_at_1_best_band"),
-        splits=("train", "test"),
-        evaluator="pan23",
+        mean_of="AUC, c@1, F0.5u, F1, Brier",
         citation=(
             "Efstathios Stamatatos, Krzysztof Kredens, Piotr Pezik, Annina Heini, Janek Bevendorff, "
             "Benno Stein, Martin Potthast. Overview of the Authorship Verification Task at PAN 2023. "

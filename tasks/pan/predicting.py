@@ -6,8 +6,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.records import NO_ANSWER, Answer, VerificationProblem
+from core.errors import HarnessError
+from core.records import NO_ANSWER, Answer, VerificationProblem
 
 logger = logging.getLogger("harness")
 

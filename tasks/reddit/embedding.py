@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.progress import Progress
+from core.errors import HarnessError
+from core.progress import Progress
 from tasks.reddit.records import Action
 
 

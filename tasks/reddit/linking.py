@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
+from core.progress import Progress
 from harness.metrics.linking import det_curve, eer, min_dcf
 from harness.metrics.ranking import first_relevant_ranks
-from harness.progress import Progress
 from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples

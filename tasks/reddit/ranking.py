@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
+from core.progress import Progress
 from harness.metrics.ranking import ranking_scores
-from harness.progress import Progress
 from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples

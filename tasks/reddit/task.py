@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.errors import DataError, HarnessError
-from harness.progress import Progress
+from core.errors import DataError, HarnessError
+from core.progress import Progress
 from harness.task import Evaluation, TaskMetadata
 from tasks.forum.reader import find_posts_file, read_forum_posts
 from tasks.forum.records import ForumPost

@@ -20,7 +20,7 @@ PAN15 = "pan15-authorship-verification-training-dataset-english-2015-04-19"
 
 def extract_corpora(folder: Path, corpora: tuple[str, ...], archive: str = "pan13-15-av-en.tar.gz") -> dict[str, Path]:
     """Extract the named corpus folders of a shared PAN tarball into `folder`; skip the test where it is absent."""
-    from conftest import SHARED_DATA
+    from helpers.paths import SHARED_DATA
 
     archive_path = SHARED_DATA / archive
     if not archive_path.is_file():

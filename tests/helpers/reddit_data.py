@@ -82,3 +82,35 @@ def threaded_posts(n_authors: int = 36, per_author: int = 42, *, days: int = 120
             rows.append(row)
             i += 1
     return rows
+
+
+def small_task_settings(min_subreddit_queries: int) -> dict:
+    """RedditTask settings for small fixtures; per-subreddit linking needs `min_subreddit_queries` queries there."""
+    return {
+        "ranking_query_size": 4,
+        "ranking_target_size": 4,
+        "linking_query_size": 8,
+        "linking_min_query_posts": 4,
+        "linking_target_sizes": [1, 2, 4],
+        "linking_target_size": 2,
+        "linking_min_subreddit_queries": min_subreddit_queries,
+    }
+
+
+# A tiny varlen_linker configuration for tests, in the dotted keys `harness run --param` gives (the synthetic data's
+# few characters fit a 60-subword vocabulary; tests/systems/test_conformance.py widens it for real posts).
+TINY_VARLEN = {
+    "encoder.vocab_size": 60,
+    "encoder.post_length": 8,
+    "encoder.token_dim": 8,
+    "encoder.filters": 8,
+    "encoder.subreddit_dim": 4,
+    "encoder.attention_dim": 16,
+    "encoder.embedding_dim": 12,
+    "training.authors_per_batch": 4,
+    "training.samples_per_author": 2,
+    "training.epochs": 2,
+    "training.steps_per_epoch": 3,
+    "device": "cpu",
+    "cpu_threads": 1,
+}

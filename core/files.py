@@ -1,0 +1,265 @@
+"""File helpers: jsonl reading with precise errors, atomic writes, data checksums."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from core.errors import DataError
+
+# What tempfile puts between a temporary's prefix and suffix: 8 of these characters.
+_RANDOM_PART = r"[a-z0-9_]{8}"
+ATOMIC_WRITE_SUFFIX = ".tmp"  # atomic_write's temporary beside NAME is `.NAME.XXXXXXXX.tmp`
+
+
+GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip file
+
+
+def find_data_file(folder: Path, stem: str) -> Path:
+    """Return `folder/stem` or its gzipped twin `folder/stem.gz`; a DataError names what is missing.
+
+    Both present is a DataError naming both: which one holds the data meant is not ours to guess.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError("is not a directory", path=folder)
+    found = [candidate for candidate in (folder / stem, folder / f"{stem}.gz") if candidate.is_file()]
+    if len(found) > 1:
+        raise DataError(
+            f"both {stem} and {stem}.gz are here, and which one to read is ambiguous; remove or rename one",
+            path=folder,
+        )
+    if found:
+        return found[0]
+    raise DataError(f"expected {stem} or {stem}.gz in this directory", path=folder)
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line of a plain or gzipped jsonl file.
+
+    Non-UTF-8 bytes, malformed JSON, non-object lines and an empty file are DataErrors
+    that name the file and line; so is a plain file holding gzip bytes (it wants a `.gz` name).
+    """
+    path = Path(path)
+    gzipped = path.suffix == ".gz"
+    opener = gzip.open if gzipped else open
+    seen_any = False
+    try:
+        with opener(path, "rb") as handle:
+            if not gzipped and handle.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] == GZIP_MAGIC:
+                raise DataError(f"this looks gzipped; name it {path.name}.gz", path=path)
+            for line_no, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataError(f"not valid UTF-8 ({exc.reason})", path=path, line=line_no) from None
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"malformed JSON ({exc.msg})", path=path, line=line_no) from None
+                if not isinstance(obj, dict):
+                    raise DataError("expected a JSON object", path=path, line=line_no)
+                seen_any = True
+                yield line_no, obj
+    except (OSError, EOFError) as exc:  # gzip errors on truncated or non-gzip files
+        if isinstance(exc, FileNotFoundError):
+            raise DataError("file not found", path=path) from None
+        raise DataError(f"cannot read ({exc})", path=path) from None
+    if not seen_any:
+        raise DataError("file is empty", path=path)
+
+
+def require_field(
+    obj: dict[str, Any], field: str, kind: type | tuple[type, ...], path: Path, line: int, *, free_text: bool = False
+) -> Any:
+    """Return obj[field], checking presence and type; a DataError names file, line and field.
+
+    A number must be finite: JSON as Python reads it lets NaN and Infinity through. A string must be one UTF-8
+    can encode (see `check_text`): ids and labels end up in answer and result files, and a lone surrogate there
+    fails only when they are written, after the work is done. A `free_text` (a post's or a problem's text, read
+    but never written) may hold one: a system still answers it.
+    """
+    if field not in obj:
+        raise DataError("missing", path=path, line=line, field=field)
+    value = obj[field]
+    # bool is an int in Python; never accept it where a number is asked for, or the reverse
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        raise DataError(f"expected {_type_names(kind)}, got {type(value).__name__}", path=path, line=line, field=field)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(f"expected a finite number, got {value!r}", path=path, line=line, field=field)
+    if isinstance(value, str) and not free_text:
+        check_text(value, path, line, field)
+    return value
+
+
+def check_text(value: str, path: Path, line: int | None, field: str) -> str:
+    """`value`, if UTF-8 can encode it: a lone surrogate (a JSON escape "\\ud800" without its pair) is a DataError."""
+    if value.isascii():  # constant time in CPython: the common case costs nothing
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(value[exc.start])
+        raise DataError(
+            f"holds a lone surrogate \\u{code:04x} at character {exc.start}, which UTF-8 cannot encode",
+            path=path,
+            line=line,
+            field=field,
+        ) from None
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _type_names(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in _as_tuple(kind))
+
+
+@contextlib.contextmanager
+def atomic_write(path: Path, mode: str = "w") -> Iterator[Any]:
+    """Write to a temporary file beside `path` and rename it into place on success.
+
+    A crash or an exception leaves no half-written file and keeps any earlier file intact.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=ATOMIC_WRITE_SUFFIX, dir=path.parent)
+    # mkstemp makes the file private (0600); give it the permissions a plain open() would
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp_name, 0o666 & ~umask)
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def staging_folder(path: Path, suffix: str) -> Path:
+    """A new empty folder `.NAME.XXXXXXXX<suffix>` beside `path`, with the permissions a plain mkdir gives."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private (0700)
+    return staging
+
+
+STAGED_SUFFIX = ".new"  # `.NAME.XXXXXXXX.new`: a folder being written, renamed into place once complete
+SET_ASIDE_SUFFIX = ".old"  # `.NAME.XXXXXXXX.old`: the folder it replaces, set aside until the swap is done
+
+
+def folder_temporaries(name: str) -> list[tuple[str, str]]:
+    """The (NAME, SUFFIX) pairs of what `staged_folder` and `swap_folder` leave beside `name` if killed."""
+    return [(name, STAGED_SUFFIX), (name, SET_ASIDE_SUFFIX)]
+
+
+def swap_folder(staged: Path, target: Path) -> Path | None:
+    """Put the complete folder `staged` in `target`'s place; return where the old `target` was set aside.
+
+    None where there was no old folder. The caller removes the set-aside folder once done with it; a failure of
+    the second rename puts the old folder back, so `target` is always one whole folder.
+    """
+    if not target.exists():
+        os.replace(staged, target)
+        return None
+    set_aside = staging_folder(target, SET_ASIDE_SUFFIX)
+    os.replace(target, set_aside)  # a rename onto an empty folder replaces it
+    try:
+        os.replace(staged, target)
+    except BaseException:
+        if not target.exists():  # the new folder did not get in: the old one goes back
+            os.replace(set_aside, target)
+        raise
+    return set_aside
+
+
+@contextlib.contextmanager
+def staged_folder(target: Path) -> Iterator[Path]:
+    """Yield an empty staging folder beside `target`; on a clean exit it replaces `target` whole, else it goes."""
+    target = Path(target)
+    staging = staging_folder(target, STAGED_SUFFIX)
+    try:
+        yield staging
+        set_aside = swap_folder(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if set_aside is not None:
+        shutil.rmtree(set_aside, ignore_errors=True)
+
+
+def find_temporaries(folder: Path, temporaries: Iterable[tuple[str, str]]) -> list[Path]:
+    """The entries of `folder` named exactly `.NAME.XXXXXXXX<SUFFIX>` for one of the (NAME, SUFFIX) pairs.
+
+    XXXXXXXX is tempfile's random part: these are what atomic_write (SUFFIX ".tmp"), staging_folder and
+    toolkit.checkpoint.save_checkpoint (SUFFIX "") make beside NAME, and nothing else.
+    """
+    folder = Path(folder)
+    alternatives = "|".join(re.escape(f".{name}.") + _RANDOM_PART + re.escape(suffix) for name, suffix in temporaries)
+    if not alternatives or not folder.is_dir():
+        return []
+    pattern = re.compile(alternatives)
+    return [entry for entry in sorted(folder.iterdir()) if pattern.fullmatch(entry.name)]
+
+
+def remove_temporaries(folder: Path, temporaries: Iterable[tuple[str, str]]) -> list[Path]:
+    """Remove what interrupted writers left in `folder` (see find_temporaries); return what was removed.
+
+    Call it only while holding the lock of what writes them, or a live writer's temporary goes from under it.
+    """
+    removed = find_temporaries(folder, temporaries)
+    for entry in removed:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return removed
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write pretty JSON atomically."""
+    with atomic_write(path) as handle:
+        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=False)
+        handle.write("\n")
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Write one JSON object per line atomically."""
+    with atomic_write(path) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def sha256_files(paths: Iterable[Path], root: Path | None = None) -> str:
+    """One sha256 over several files' relative names and bytes, in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        name = str(path.relative_to(root)) if root is not None else path.name
+        digest.update(name.encode("utf-8") + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return "sha256:" + digest.hexdigest()

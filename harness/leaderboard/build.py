@@ -1,0 +1,133 @@
+"""Leaderboard tables from runs: one table per task and task setting, systems as rows, best first.
+
+Runs of one system with several seeds are one row (mean, standard deviation, number of runs). A row whose
+main score is NaN or missing is ranked last, with a warning and a note. Optional: a bootstrap confidence
+interval of the main score and a paired approximate randomization test of each system against the best.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from core.errors import DataError, HarnessError
+from harness.leaderboard.collect import Run, listed, refuse_mixed, unique_runs
+from harness.leaderboard.published import published_rows
+from harness.leaderboard.statistics import add_intervals, add_significance
+from harness.leaderboard.table import Row, Table
+from harness.leaderboard.type_pairs import add_type_pairs
+from harness.metrics.table import higher_is_better, is_known
+
+logger = logging.getLogger("harness")
+
+
+def build_tables(
+    runs: Sequence[Run], *, ci: bool = False, significance: bool = False, resamples: int = 1000, seed: int = 0
+) -> list[Table]:
+    """One table per task and task setting, rows sorted by the main score (best first).
+
+    Runs of one task with other task parameters (e.g. another episode length) get a table of
+    their own, named by the parameters that set them apart.
+    """
+    by_task: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in unique_runs(runs):
+        by_task[(run.result.task_name, json.dumps(run.result.task_params, sort_keys=True))].append(run)
+    tables = []
+    for name, params_json in sorted(by_task):
+        task_runs = by_task[(name, params_json)]
+        siblings = [json.loads(other) for other_name, other in by_task if other_name == name]
+        table_name = name + _setting_label(json.loads(params_json), siblings)
+        refuse_mixed(table_name, task_runs)
+        table = _table(table_name, task_runs)
+        table.published = published_rows(name, task_runs[0].result.test_corpus, table.measures)
+        if table.published:
+            table.notes.append("published: results reported in the literature on this corpus, for reference only.")
+        # a task whose per-item details cannot give its main score (e.g. EER from per-query rows)
+        # still gets its table, with a note instead of intervals or tests
+        for wanted, add in ((ci, add_intervals), (significance, add_significance)):
+            if not wanted:
+                continue
+            try:
+                add(table, rounds=resamples, seed=seed)
+            except DataError:  # a broken details file is an error, not a missing feature
+                raise
+            except HarnessError as exc:
+                table.notes.append(f"{add.__name__.removeprefix('add_')} not available: {exc}")
+        tables.append(table)
+    return tables
+
+
+def _setting_label(params: dict[str, Any], all_params: list[dict[str, Any]]) -> str:
+    """ " [k=v, ...]" for the parameters whose values differ between the tables of one task; "" if none."""
+    differing = sorted(k for k in params if any(other.get(k) != params[k] for other in all_params))
+    return " [" + ", ".join(f"{k}={params[k]}" for k in differing) + "]" if differing else ""
+
+
+def _params_digest(params: Any) -> str:
+    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def _table(task_name: str, runs: Sequence[Run]) -> Table:
+    first = runs[0].result
+    main = first.main_score
+    measures = list(first.measures or first.scores)
+    measures = [main] + [m for m in measures if m != main]
+    lower = _lower_is_better(measures, first.recorded_lower_is_better)
+
+    by_system: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in runs:
+        by_system[(run.result.system_name, _params_digest(run.result.system_params))].append(run)
+    names = [name for name, _ in by_system]
+    rows = []
+    notes = []
+    for (name, digest), system_runs in by_system.items():
+        label = name if names.count(name) == 1 else f"{name}@{digest}"
+        row = Row(label=label, runs=sorted(system_runs, key=lambda run: run.seed))
+        for measure in measures:
+            if measure == main:  # every run counts: one without a main score makes the row's mean NaN
+                values = [_main_score(task_name, run, main) for run in system_runs]
+            else:
+                values = [run.result.score(measure) for run in system_runs if measure in run.result.scores]
+            if values:
+                row.mean[measure] = float(np.mean(values))
+                row.std[measure] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        rows.append(row)
+        for run in row.runs:
+            if run.copies:
+                notes.append(f"counted once: {run.path} (the same run is also in {listed(run.copies)}).")
+    sign = 1.0 if main in lower else -1.0
+    rows.sort(
+        key=lambda row: (True, 0.0, row.label) if row.unranked(main) else (False, sign * row.mean[main], row.label)
+    )
+    unranked = [row.label for row in rows if row.unranked(main)]
+    if unranked:
+        notes.append(f"ranked last: {', '.join(unranked)}: no {main} (NaN or missing in a run).")
+    table = Table(task_name, first.task_version, main, measures, lower, rows, notes=notes)
+    add_type_pairs(table, runs)
+    return table
+
+
+def _main_score(task_name: str, run: Run, main: str) -> float:
+    """A run's main score; NaN, with a warning, where it is missing, null, not a number or NaN."""
+    scores = run.result.scores
+    value = run.result.score(main)
+    if math.isnan(value):
+        what = "is missing" if main not in scores else f"is {scores[main]!r}" if scores[main] is not None else "is null"
+        logger.warning("%s: the main score %s %s; its row in %s is ranked last", run.path, main, what, task_name)
+    return value
+
+
+def _lower_is_better(measures: Sequence[str], recorded: Sequence[str]) -> set[str]:
+    """The measures whose lower values are better, by the measure table.
+
+    A name the table does not know (a result written by another harness version) keeps the
+    direction its result file recorded, if any (`task.lower_is_better` of older result files).
+    """
+    return {m for m in measures if (not higher_is_better(m) if is_known(m) else m in recorded)}

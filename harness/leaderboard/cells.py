@@ -1,0 +1,70 @@
+"""A leaderboard table's cells as text, shared by every format (Markdown, LaTeX, HTML): the same numbers in each."""
+
+from __future__ import annotations
+
+import math
+
+from harness.leaderboard.statistics import SIGNIFICANCE_LEVEL
+from harness.leaderboard.table import Row, Table
+
+
+def header_cells(table: Table) -> list[str]:
+    header = ["system", "runs"] + table.measures
+    if any(row.ci for row in table.rows):
+        header.append(f"{table.main} 95% CI")
+    if any(row.p_value is not None for row in table.rows):
+        header.append("p vs best")
+    return header
+
+
+def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str, italic: str = "{}") -> list[str]:
+    """One table row as text cells; `bold` is a format string such as "**{}**", `italic` marks published rows."""
+    if row.source is not None:  # a published result: marked, never bolded as best, no interval or test
+        cells = [italic.format(row.label), "published"]
+        cells += [f"{row.mean[m]:.{digits}f}" if m in row.mean else dash for m in table.measures]
+        cells += [dash] * (any(r.ci for r in table.rows) + any(r.p_value is not None for r in table.rows))
+        return cells
+    cells = [row.label, str(len(row.runs))]
+    for measure in table.measures:
+        if measure not in row.mean:
+            cells.append(dash)
+            continue
+        text = f"{row.mean[measure]:.{digits}f}"
+        if len(row.runs) > 1:
+            text += f" {pm} {row.std[measure]:.{digits}f}"
+        cells.append(bold.format(text) if row.mean[measure] == table.best(measure) else text)
+    if any(r.ci for r in table.rows):
+        cells.append(f"[{row.ci[0]:.{digits}f}, {row.ci[1]:.{digits}f}]" if row.ci else dash)
+    if any(r.p_value is not None for r in table.rows):
+        significant = row.p_value is not None and row.p_value < SIGNIFICANCE_LEVEL
+        cells.append(dash if row.p_value is None else f"{row.p_value:.3f}" + ("*" if significant else ""))
+    return cells
+
+
+def pair_title(table: Table) -> str:
+    return f"{table.task}: {table.main} per discourse-type pair"
+
+
+def pair_header_cells(table: Table) -> list[str]:
+    """The breakdown table's header: system, runs, then each type pair with its problem count."""
+    return ["system", "runs"] + [f"{pair} (n={count})" for pair, count in table.type_pairs.items()]
+
+
+def pair_row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str) -> list[str]:
+    """One row of the breakdown table as text cells, as `row_cells` writes the main table's."""
+    cells = [row.label, str(len(row.runs))]
+    for pair in table.type_pairs:
+        mean = row.pair_mean.get(pair)
+        if mean is None:
+            cells.append(dash)
+        elif math.isnan(mean):
+            cells.append("nan")
+        else:
+            text = f"{mean:.{digits}f}" + (f" {pm} {row.pair_std[pair]:.{digits}f}" if len(row.runs) > 1 else "")
+            cells.append(bold.format(text) if mean == table.best_in_pair(pair) else text)
+    return cells
+
+
+def source_lines(table: Table) -> list[str]:
+    """Notes naming where each published row comes from."""
+    return [f"published: {row.label}: {row.source}" for row in table.published]

@@ -1,0 +1,163 @@
+"""Finding the runs a leaderboard shows: result files under folders, each run counted once.
+
+A run is identified by its content (task name, version and parameters, data checksums, system name and
+parameters, seed, and the fingerprint the harness recorded from these), never by where its file lies: a
+result file given twice, or a copied run folder, is counted once, with a warning and a note. Runs of
+different task versions or test data are never put in one table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from core.errors import HarnessError
+from harness.results import RESULT_NAME
+from harness.run_result import RunResult, read_run_result
+
+MAX_LISTED = 3  # paths named in one note before "and N more"
+
+logger = logging.getLogger("harness")
+
+
+@dataclass(frozen=True)
+class Run:
+    result: RunResult
+    copies: tuple[Path, ...] = ()  # other result files that hold this same run (see `identity`), counted once
+
+    @property
+    def path(self) -> Path:
+        return self.result.path
+
+    @property
+    def seed(self) -> int:
+        return -1 if self.result.seed is None else self.result.seed
+
+    @property
+    def identity(self) -> str:
+        """What makes this run this run: its task (name, version, parameters), data checksums, system (name,
+        parameters, answers file), seed and recorded fingerprint; never its path, so a copy has the same identity.
+
+        A result without a fingerprint (an older or hand-made file) also counts its scores and creation time,
+        so that only exact copies of it are taken for the same run.
+        """
+        result = self.result
+        key: dict[str, Any] = {
+            "task": [result.task_name, result.task_version, result.task_params],
+            "data": result.data_checksums,
+            "system": [result.system_name, result.system_params, result.answers_checksum],
+            "seed": result.seed,
+            "fingerprint": result.fingerprint,
+        }
+        if not result.fingerprint:
+            key |= {"scores": result.scores, "created": result.created}
+        return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+    @property
+    def data_key(self) -> tuple[str, str]:
+        return self.result.task_version, self.result.data_checksums.get("test") or "?"
+
+
+def find_runs(paths: Iterable[Path]) -> list[Run]:
+    """Every result.json in the given folders (recursively) or given as files, each run once (see `unique_runs`).
+
+    A file reached twice (the same folder given twice, or a folder and a file inside it) is read once.
+    """
+    paths = list(paths)
+    runs = []
+    seen: set[Path] = set()
+    repeated: list[Path] = []
+    for path in paths:
+        path = Path(path)
+        if path.is_file():
+            files = [path]
+        elif path.is_dir():
+            files = sorted(path.rglob(RESULT_NAME))
+        else:
+            raise HarnessError(f"{path}: no such file or folder")
+        for file in files:
+            real = file.resolve()
+            if real in seen:
+                repeated.append(file)
+                continue
+            seen.add(real)
+            runs.append(Run(read_run_result(file)))
+    if not runs:
+        raise HarnessError(f"no {RESULT_NAME} found under {', '.join(str(p) for p in paths)}")
+    if repeated:
+        logger.warning(
+            "%d result file(s) were given more than once (%s); each is counted once", len(repeated), listed(repeated)
+        )
+    return unique_runs(runs)
+
+
+def unique_runs(runs: Iterable[Run]) -> list[Run]:
+    """The runs with copies of one run (same `Run.identity`) merged into the first found, which lists them as
+    `copies`; each copy is logged as a warning, and the tables note it. Running it twice changes nothing."""
+    kept: dict[str, Run] = {}
+    for run in runs:
+        identity = run.identity
+        first = kept.get(identity)
+        if first is None:
+            kept[identity] = run
+            continue
+        if run.path.resolve() == first.path.resolve():  # the same file again, not a copy
+            logger.warning("%s was given more than once; counted once", run.path)
+            continue
+        differ = _score_differences(first, run)
+        logger.warning(
+            "%s holds the same run as %s (same task, data, system, params and seed); counted once%s",
+            run.path,
+            first.path,
+            f", though its scores differ ({differ}): the first is used" if differ else "",
+        )
+        kept[identity] = replace(first, copies=(*first.copies, run.path, *run.copies))
+    return list(kept.values())
+
+
+def refuse_mixed(task_name: str, runs: Sequence[Run]) -> None:
+    """A HarnessError naming the runs where runs of one table differ in task version or test data."""
+    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in runs:
+        groups[run.data_key].append(run)
+    if len(groups) > 1:
+        lines = [
+            f"  version {version}, test data {checksum[:23]}...: "
+            + ", ".join(str(run.path) for run in group[:3])
+            + (f" and {len(group) - 3} more" if len(group) > 3 else "")
+            for (version, checksum), group in groups.items()
+        ]
+        raise HarnessError(
+            f"task {task_name}: the runs differ in task version or test data and cannot share a table:\n"
+            + "\n".join(lines)
+        )
+
+
+def listed(paths: Sequence[Path]) -> str:
+    """Up to MAX_LISTED paths, then "and N more"."""
+    text = ", ".join(str(path) for path in paths[:MAX_LISTED])
+    return text + (f" and {len(paths) - MAX_LISTED} more" if len(paths) > MAX_LISTED else "")
+
+
+def _score_differences(first: Run, other: Run) -> str:
+    """ "measure a vs b, ..." for the scores in which two copies of one run disagree; "" if none."""
+    ours, theirs = first.result.scores, other.result.scores
+    differ = [
+        f"{name} {ours.get(name)!r} vs {theirs.get(name)!r}"
+        for name in sorted(set(ours) | set(theirs))
+        if not _same_number(ours.get(name), theirs.get(name))
+    ]
+    return ", ".join(differ)
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b

@@ -1,0 +1,178 @@
+"""Leaderboard tables as text: Markdown, LaTeX (booktabs), CSV and JSON.
+
+Published rows follow a table's rows, marked "published"; a verification table with a type-pair breakdown
+gets its second table after the first, in every format.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from core.errors import HarnessError
+from harness.leaderboard.cells import (
+    header_cells,
+    pair_header_cells,
+    pair_row_cells,
+    pair_title,
+    row_cells,
+    source_lines,
+)
+from harness.leaderboard.table import Table
+
+FORMATS = ("markdown", "latex", "csv", "json")
+
+
+def render(tables: Sequence[Table], fmt: str, *, digits: int = 3) -> str:
+    """The tables as one text in format `fmt` (one of FORMATS), numbers to `digits` places."""
+    if fmt not in FORMATS:
+        raise HarnessError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    return {"markdown": _markdown, "latex": _latex, "csv": _csv, "json": _json}[fmt](tables, digits)
+
+
+def _markdown(tables: Sequence[Table], digits: int) -> str:
+    out = []
+    for table in tables:
+        direction = ", ".join(f"{m} lower is better" for m in table.measures if m in table.lower_is_better)
+        facts = [f"version {table.version}", f"main score {table.main}"] + ([direction] if direction else [])
+        out.append(f"### {table.task} ({'; '.join(facts)})\n")
+        header = header_cells(table)
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+        for row in [*table.rows, *table.published]:
+            cells = row_cells(table, row, digits, pm="±", bold="**{}**", dash="-", italic="_{}_")
+            out.append("| " + " | ".join(cells) + " |")
+        out.extend(["", *table.notes, *source_lines(table), ""])
+        if table.type_pairs:
+            header = pair_header_cells(table)
+            out.append(f"#### {pair_title(table)}\n")
+            out.append("| " + " | ".join(header) + " |")
+            out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+            for row in table.rows:
+                cells = pair_row_cells(table, row, digits, pm="±", bold="**{}**", dash="-")
+                out.append("| " + " | ".join(cells) + " |")
+            out.extend(["", *table.pair_notes, ""])
+    return "\n".join(out)
+
+
+_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}  # fmt: skip
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIALS.get(char, char) for char in text)
+
+
+def _latex(tables: Sequence[Table], digits: int) -> str:
+    out = ["% requires \\usepackage{booktabs}"]
+    for table in tables:
+        header = header_cells(table)
+        out.append("\\begin{table}[t]\n\\centering")
+        caption = f"{table.task} (version {table.version}); rows sorted by {table.main}; best value in bold."
+        out.append(f"\\caption{{{latex_escape(caption)}}}")
+        out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
+        out.append(" & ".join(latex_escape(h) for h in header) + " \\\\\n\\midrule")
+        for row in table.rows:
+            cells = row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
+            cells[0] = latex_escape(cells[0])
+            out.append(" & ".join(cell.replace("*", "$^{*}$") for cell in cells) + " \\\\")
+        if table.published:
+            out.append("\\midrule")
+            for row in table.published:
+                cells = row_cells(table, row, digits, pm="$\\pm$", bold="{}", dash="--")
+                cells[0] = "\\textit{" + latex_escape(cells[0]) + "}"
+                out.append(" & ".join(cells) + " \\\\")
+        out.append("\\bottomrule\n\\end{tabular}")
+        if table.notes:
+            notes = " ".join([*table.notes, *source_lines(table)])
+            out.append("\\\\[2pt]{\\footnotesize " + latex_escape(notes) + "}")
+        out.append("\\end{table}\n")
+        if table.type_pairs:
+            out.append(_latex_pairs(table, digits))
+    return "\n".join(out)
+
+
+def _latex_pairs(table: Table, digits: int) -> str:
+    header = pair_header_cells(table)
+    out = ["\\begin{table}[t]\n\\centering", f"\\caption{{{latex_escape(pair_title(table))}.}}"]
+    out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
+    out.append(" & ".join(latex_escape(h) for h in header) + " \\\\\n\\midrule")
+    for row in table.rows:
+        cells = pair_row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
+        out.append(" & ".join([latex_escape(cells[0]), *cells[1:]]) + " \\\\")
+    out.append("\\bottomrule\n\\end{tabular}")
+    out.append("\\\\[2pt]{\\footnotesize " + latex_escape(" ".join(table.pair_notes)) + "}")
+    out.append("\\end{table}\n")
+    return "\n".join(out)
+
+
+def _csv(tables: Sequence[Table], digits: int) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(
+        ["task", "version", "system", "runs", "measure", "mean", "std", "ci_low", "ci_high", "p_vs_best", "published"]
+    )
+    for table in tables:
+        for row in table.rows:
+            for measure in table.measures:
+                if measure not in row.mean:
+                    continue
+                is_main = measure == table.main
+                ci = row.ci if (is_main and row.ci) else (None, None)
+                p = row.p_value if is_main else None
+                writer.writerow([table.task, table.version, row.label, len(row.runs), measure,
+                                 repr(row.mean[measure]), repr(row.std[measure]), ci[0], ci[1], p, None])  # fmt: skip
+        for row in table.published:
+            for measure in table.measures:
+                if measure in row.mean:
+                    writer.writerow([table.task, table.version, row.label, 0, measure, repr(row.mean[measure]),
+                                     None, None, None, None, row.source])  # fmt: skip
+        for row in table.rows:  # the breakdown: the main score of each type pair, named as result.json names it
+            for pair in table.type_pairs:
+                mean, std = repr(row.pair_mean[pair]), repr(row.pair_std[pair])
+                writer.writerow([table.task, table.version, row.label, len(row.runs), f"{pair}/{table.main}",
+                                 mean, std, None, None, None, None])  # fmt: skip
+    return buffer.getvalue()
+
+
+def _json(tables: Sequence[Table], digits: int) -> str:
+    data = [
+        {
+            "task": table.task,
+            "version": table.version,
+            "main_score": table.main,
+            "measures": table.measures,
+            "lower_is_better": sorted(table.lower_is_better),
+            "notes": table.notes,
+            "rows": [
+                {
+                    "system": row.label,
+                    "runs": [str(run.path) for run in row.runs],
+                    "mean": _finite(row.mean),
+                    "std": _finite(row.std),
+                    "ci": list(row.ci) if row.ci else None,
+                    "p_vs_best": row.p_value,
+                }
+                for row in table.rows
+            ],
+            "published": [{"system": row.label, "mean": row.mean, "source": row.source} for row in table.published],
+            **({"type_pairs": _json_pairs(table)} if table.type_pairs else {}),
+        }
+        for table in tables
+    ]
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _json_pairs(table: Table) -> dict[str, Any]:
+    """The breakdown table: each pair's problem count, each row's mean and sd of the main score per pair."""
+    rows = [{"system": row.label, "mean": _finite(row.pair_mean), "std": _finite(row.pair_std)} for row in table.rows]
+    return {"measure": table.main, "problems": table.type_pairs, "rows": rows, "notes": table.pair_notes}
+
+
+def _finite(values: dict[str, float]) -> dict[str, float | None]:
+    """NaN as null: the JSON standard has no NaN, and strict readers refuse Python's `NaN`."""
+    return {name: None if math.isnan(value) else value for name, value in values.items()}

@@ -1,0 +1,65 @@
+"""One atomic folder writer (core.files): a folder is built beside its target and swapped in whole, or not at all."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.files import find_temporaries, folder_temporaries, staged_folder, swap_folder
+
+
+def contents(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_staged_folder_replaces_the_old_one_whole(tmp_path: Path) -> None:
+    target = tmp_path / "checkpoint"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with staged_folder(target) as staging:
+        assert staging.parent == tmp_path and staging != target
+        (staging / "config.json").write_text("new")
+        assert contents(target) == {"old.txt": "old"}  # nothing visible until the block ends
+    assert contents(target) == {"config.json": "new"}
+    assert find_temporaries(tmp_path, folder_temporaries("checkpoint")) == []
+
+
+def test_a_failure_inside_leaves_the_old_folder_and_no_temporaries(tmp_path: Path) -> None:
+    target = tmp_path / "checkpoint"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with pytest.raises(OSError, match="disk full"), staged_folder(target) as staging:
+        (staging / "config.json").write_text("half")
+        raise OSError(28, "disk full")
+    assert contents(target) == {"old.txt": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+
+
+def test_a_failed_swap_puts_the_old_folder_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target, staged = tmp_path / "run", tmp_path / ".run.12345678.new"
+    target.mkdir()
+    staged.mkdir()
+    (target / "old.txt").write_text("old")
+    real_replace, calls = os.replace, []
+
+    def second_rename_fails(src: Path, dst: Path) -> None:
+        calls.append(src)
+        if len(calls) == 2:
+            raise OSError(5, "I/O error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", second_rename_fails)
+    with pytest.raises(OSError, match="I/O error"):
+        swap_folder(staged, target)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert contents(target) == {"old.txt": "old"} and staged.is_dir()
+
+
+def test_a_swap_onto_nothing_is_a_rename(tmp_path: Path) -> None:
+    staged = tmp_path / ".run.12345678.new"
+    staged.mkdir()
+    (staged / "a.txt").write_text("a")
+    assert swap_folder(staged, tmp_path / "run") is None
+    assert contents(tmp_path / "run") == {"a.txt": "a"} and not staged.exists()

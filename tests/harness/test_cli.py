@@ -1,0 +1,249 @@
+"""End-to-end tests of the `harness` command line on the shipped format sample."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers.paths import REPO
+
+from harness.cli import main
+
+SAMPLE = REPO / "samples" / "pan23-format-sample"
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def run_sample(out: Path, *extra: str) -> tuple[int, str]:
+    return invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(out), *extra)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_list_does_not_import_heavy_modules():
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from harness.cli import main\n"
+        "out = CliRunner().invoke(main, ['list']).output\n"
+        "assert 'cngdist' in out and 'pan23' in out and 'min_dcf' in out, out\n"
+        "heavy = {'torch', 'transformers', 'sklearn', 'scipy', 'numpy', 'datasets', 'pyarrow'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_registered_task_and_system_imports():
+    from harness import registry
+    from harness.task import TaskMetadata
+
+    for name in registry.TASKS:
+        assert isinstance(registry.task_class(name).metadata, TaskMetadata)
+        assert registry.task_class(name).metadata.name == name
+    for name in registry.SYSTEMS:
+        assert callable(registry.system_class(name))
+
+
+@pytest.fixture()
+def finished_run(tmp_path: Path) -> Path:
+    code, output = run_sample(tmp_path)
+    assert code == 0, output
+    return tmp_path / "pan23" / "pan23-format-sample" / "cngdist" / "seed-0"
+
+
+def test_run_writes_result_answers_and_checkpoint(finished_run: Path):
+    result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
+    answers = read_jsonl(finished_run / "answers.jsonl")
+    test_ids = [row["id"] for row in read_jsonl(SAMPLE / "test" / "pairs.jsonl")]
+    assert [a["id"] for a in answers] == test_ids
+    assert all(0.0 <= a["value"] <= 1.0 for a in answers)
+    assert result["task"]["name"] == "pan23"
+    assert result["task"]["data"]["test"]["checksum"].startswith("sha256:")
+    assert result["system"]["params"]["ngram_size"] == 4
+    assert result["system"]["checkpoint"]["checksum"].startswith("sha256:")
+    from tasks.pan.pan23 import Pan23Task
+
+    overall = {name for name in result["scores"] if "/" not in name}  # the others: per discourse-type pair
+    assert overall == set(Pan23Task.metadata.measures)  # the task's measures, no more, no fewer
+    pairs = {"+".join(sorted(row["discourse_types"])) for row in read_jsonl(SAMPLE / "test" / "pairs.jsonl")}
+    assert {name.rpartition("/")[0] for name in set(result["scores"]) - overall} == pairs
+    assert {"auc", "c_at_1", "f_05_u", "f1", "brier", "overall"} <= set(result["scores"])
+    assert result["main_score"] == {"name": "overall", "value": result["scores"]["overall"]}
+    assert result["environment"]["libraries"]["numpy"]
+    assert result["seeds"] == {"seed": 0}
+    assert (finished_run / "checkpoint" / "config.json").is_file()
+    truth = {row["id"]: row["same"] for row in read_jsonl(SAMPLE / "test" / "truth.jsonl")}
+    details = read_jsonl(finished_run / "details.jsonl")
+    types = {row["id"]: "+".join(sorted(row["discourse_types"])) for row in read_jsonl(SAMPLE / "test" / "pairs.jsonl")}
+    assert details == [
+        {"id": a["id"], "value": a["value"], "same": truth[a["id"]], "pair_type": types[a["id"]]} for a in answers
+    ]
+
+
+def test_existing_run_is_kept_and_overwrite_reproduces_it(finished_run: Path, tmp_path: Path):
+    result_path = finished_run / "result.json"
+    before = result_path.read_bytes()
+    code, output = run_sample(tmp_path)
+    assert code == 0 and output.startswith("kept:"), output
+    assert result_path.read_bytes() == before
+
+    code, output = run_sample(tmp_path, "--overwrite")
+    assert code == 0 and output.startswith("done:"), output
+    again = json.loads(result_path.read_text(encoding="utf-8"))
+    assert again["scores"] == json.loads(before)["scores"]  # same seed, same data: same scores
+
+
+def test_run_on_other_data_refuses_to_replace_earlier_result(finished_run: Path, tmp_path: Path):
+    other = tmp_path / "elsewhere" / SAMPLE.name  # changed data under the same folder name: the same run folder
+    shutil.copytree(SAMPLE, other)
+    rows = read_jsonl(other / "test" / "pairs.jsonl")[:-1]
+    (other / "test" / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    truth = [t for t in read_jsonl(other / "test" / "truth.jsonl") if t["id"] in {r["id"] for r in rows}]
+    (other / "test" / "truth.jsonl").write_text("".join(json.dumps(t) + "\n" for t in truth), encoding="utf-8")
+    before = (finished_run / "result.json").read_bytes()
+    code, output = invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(other), "--out", str(tmp_path))
+    assert code == 2 and "--overwrite" in output
+    assert (finished_run / "result.json").read_bytes() == before
+
+
+def test_crashed_run_leaves_no_result_and_resumes_from_checkpoint(tmp_path: Path, monkeypatch):
+    from systems.baselines.cngdist import CharNgramDistance
+
+    def crash(self, problems):
+        raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(CharNgramDistance, "predict", crash)
+    args = ("run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path))
+    with pytest.raises(RuntimeError):
+        invoke(*args)
+    run_dir = tmp_path / "pan23" / "pan23-format-sample" / "cngdist" / "seed-0"
+    assert not (run_dir / "result.json").exists()
+    assert not (run_dir / "answers.jsonl").exists()
+    assert (run_dir / "checkpoint" / "config.json").is_file()
+
+    monkeypatch.undo()
+
+    def no_refit(self, train, *, seed):
+        raise AssertionError("a resumed run must not fit again")
+
+    monkeypatch.setattr(CharNgramDistance, "fit", no_refit)
+    code, output = invoke(*args)
+    assert code == 0, output
+    assert (run_dir / "result.json").is_file()
+
+
+def test_unknown_parameter_and_unknown_system_are_clear_errors(tmp_path: Path):
+    code, output = invoke(
+        "run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path), "--param", "x=1"
+    )
+    assert code == 2 and "no parameter(s) x" in output
+    code, output = invoke("run", "--system", "nope", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path))
+    assert code == 2 and "unknown system 'nope'" in output
+    assert not any(tmp_path.iterdir())
+
+
+def test_parameters_go_to_their_own_run_folder(tmp_path: Path):
+    code, output = invoke(
+        "run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(tmp_path),
+        "--param", "ngram_size=3",
+    )  # fmt: skip
+    assert code == 0, output
+    (run_dir,) = (tmp_path / "pan23" / SAMPLE.name).iterdir()
+    assert run_dir.name.startswith("cngdist@")
+    result = json.loads((run_dir / "seed-0" / "result.json").read_text(encoding="utf-8"))
+    assert result["system"]["params"]["ngram_size"] == 3
+
+
+def test_bad_data_dir_writes_nothing(tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "out"
+    code, output = invoke("run", "--system", "cngdist", "--task", "pan23", "--data", str(empty), "--out", str(out))
+    assert code == 2 and str(empty) in output
+    assert not out.exists()
+
+
+def test_predict_from_checkpoint_matches_run_and_reads_no_truth(finished_run: Path, tmp_path: Path):
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    shutil.copy(SAMPLE / "test" / "pairs.jsonl", inputs / "pairs.jsonl")  # no truth, as on TIRA
+    output = tmp_path / "tira-out"
+    args = ["predict", "--system", "cngdist", "--task", "pan23", "--input", str(inputs), "--output", str(output)]
+    code, text = invoke(*args, "--checkpoint", str(finished_run / "checkpoint"))
+    assert code == 0, text
+    assert read_jsonl(output / "answers.jsonl") == read_jsonl(finished_run / "answers.jsonl")
+
+    code, text = invoke(*args, "--checkpoint", str(finished_run / "checkpoint"))
+    assert code == 2 and "--overwrite" in text
+
+
+def test_score_reproduces_run_scores_and_writes_tira_files(finished_run: Path, tmp_path: Path):
+    out = tmp_path / "eval"
+    args = ["score", "--task", "pan23", "--truth", str(SAMPLE / "test"), "--answers", str(finished_run)]
+    code, text = invoke(*args, "--output", str(out))
+    assert code == 0, text
+    result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
+    written = json.loads((out / "out.json").read_text(encoding="utf-8"))
+    overall = {name: value for name, value in result["scores"].items() if "/" not in name}  # the rest: per type pair
+    assert written == pytest.approx(overall, abs=1e-12)
+    prototext = (out / "evaluation.prototext").read_text(encoding="utf-8")
+    assert prototext.count("measure {") == len(written)
+
+    code, text = invoke(*args, "--output", str(out))
+    assert code == 2 and "--overwrite" in text
+
+    code, text = invoke(*args, "--output", str(out), "--overwrite", "--evaluator", "pan20")
+    assert code == 0, text
+    pan20_scores = json.loads((out / "out.json").read_text(encoding="utf-8"))
+    assert set(pan20_scores) == {"auc", "c_at_1", "f1", "f_05_u", "overall"}
+
+
+def test_run_times_the_evaluation_as_one_step(finished_run: Path):
+    result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
+    assert set(result["timings_s"]) == {"load", "fit", "evaluate", "total"}
+    assert result["task"]["plot_parameters"] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "task"),
+    [
+        (["predict", "--system", "cngdist", "--input", "IN", "--output", "OUT"], "darkweb"),
+        (["score", "--truth", "IN", "--answers", "IN"], "reddit"),
+    ],
+)
+def test_predict_and_score_refuse_tasks_without_pan_answers(tmp_path: Path, command: list[str], task: str):
+    (tmp_path / "IN").mkdir()
+    args = [sys.executable, "-m", "harness.cli", *command, "--task", task]
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == f"error: task '{task}' has no PAN answers; predict/score work with: pan23, pan-classic, pan20"
+    assert not (tmp_path / "OUT").exists()
+
+
+def test_framework_imports_no_task_or_system():
+    """harness/ names tasks and systems only through the registry's import paths (strings)."""
+    import ast
+
+    harness_dir = REPO / "harness"
+    for path in sorted(harness_dir.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            assert not [n for n in names if n.split(".")[0] in ("tasks", "systems")], f"{path}: imports {names}"

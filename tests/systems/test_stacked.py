@@ -1,0 +1,183 @@
+"""The stacked ensemble (`stacked`): out-of-fold meta-features, checkpoints, and a small real corpus end to end.
+
+The real-data test reads `pan13-15-av-en.tar.gz` from `$HARNESS_SHARED_DATA` (default `<repo>/../shared/data`)
+and is skipped only when that file is absent; it runs offline.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from helpers.pan_corpora import pan15_text_disjoint_halves, run_and_predict
+
+from core.errors import HarnessError
+from core.records import Answer, VerificationData, VerificationProblem, VerificationTruth
+from harness import registry
+from systems.stacked import StackedEnsemble
+from toolkit.checkpoint import load_checkpoint, save_checkpoint
+from toolkit.splits import text_key
+
+
+class RecordingMember:
+    """A fake member: answers from the text lengths, and logs what each instance was fit on and answered."""
+
+    name: ClassVar[str] = "recorder"
+    log: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self) -> None:
+        self.serial = len(RecordingMember.log)
+        RecordingMember.log.append({"fit": None, "answered": {}})
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def fit(self, train: VerificationData, *, seed: int) -> None:
+        RecordingMember.log[self.serial]["fit"] = [p.id for p in train.problems]
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        answers = [Answer(p.id, (len(p.unknown) % 97 + self.serial) / 200) for p in problems]
+        RecordingMember.log[self.serial]["answered"].update(dict(answers))
+        return answers
+
+    def save(self, directory: Path) -> None:
+        save_checkpoint(directory, system=self.name, params={}, state={"serial": self.serial})
+
+    @classmethod
+    def load(cls, directory: Path) -> RecordingMember:
+        _, state, _ = load_checkpoint(directory, system=cls.name)
+        member = cls.__new__(cls)
+        member.serial = state["serial"]
+        return member
+
+
+def _toy_data(n: int = 24) -> VerificationData:
+    """n problems; problems 2k and 2k+1 share their known text, so folds must keep them together."""
+    rng = np.random.default_rng(0)
+    problems, truth = [], {}
+    for i in range(n):
+        known = "".join(rng.choice(list("abcdef "), size=200)) + f" known {i // 2}"
+        unknown = "".join(rng.choice(list("abcdef "), size=100 + 7 * i)) + f" unknown {i}"
+        problems.append(VerificationProblem(f"p{i}", (known, unknown)))
+        truth[f"p{i}"] = VerificationTruth(f"p{i}", i % 4 < 2)
+    return VerificationData(tuple(problems), truth, Path("toy"), "toy")
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> type[RecordingMember]:
+    monkeypatch.setitem(registry.SYSTEMS, "recorder", registry.Entry(f"{__name__}:RecordingMember", "test fake"))
+    monkeypatch.setattr(RecordingMember, "log", [])
+    return RecordingMember
+
+
+def test_meta_features_come_from_members_that_did_not_see_the_problem(
+    recorder: type[RecordingMember], tmp_path: Path
+) -> None:
+    data = _toy_data()
+    system = StackedEnsemble(members=("recorder", "length_ratio"), folds=4)
+    system.fit(data, seed=0)
+    log = recorder.log
+    assert len(log) == 4 + 1  # a fresh member per fold, then one refitted on all problems
+    assert log[-1]["fit"] == [p.id for p in data.problems] and log[-1]["answered"] == {}
+    by_id = {p.id: p for p in data.problems}
+    assert system.meta_features is not None
+    for row, problem in enumerate(data.problems):
+        answered_by = [entry for entry in log[:-1] if problem.id in entry["answered"]]
+        assert len(answered_by) == 1  # exactly one out-of-fold answer per training problem
+        seen = answered_by[0]["fit"]
+        assert problem.id not in seen
+        # nor any problem sharing a text with it
+        keys = {text_key(t) for t in problem.texts}
+        assert not any(keys & {text_key(t) for t in by_id[other].texts} for other in seen)
+        # and that answer is the meta-feature of the problem
+        assert system.meta_features[row, 0] == answered_by[0]["answered"][problem.id]
+    assert system.info is not None and system.info["folds"] == 4
+
+    answers = system.predict(data.problems)
+    assert all(0.0 <= a.value <= 1.0 for a in answers)
+    assert len(log) == 5  # predicting builds no member
+    system.save(tmp_path / "checkpoint")
+    assert (tmp_path / "checkpoint" / "members" / "recorder" / "config.json").is_file()
+    loaded = StackedEnsemble.load(tmp_path / "checkpoint")
+    assert loaded.predict(data.problems) == answers
+    assert loaded.params() == system.params()
+
+
+def test_non_negative_meta_model_matches_sklearn_where_unconstrained_weights_are_positive() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from systems.stacked import _non_negative_logistic
+
+    rng = np.random.default_rng(0)
+    x = rng.random((200, 3))
+    y = x @ np.array([2.0, 1.0, 0.5]) + rng.normal(0, 0.5, 200) > 1.75
+    reference = LogisticRegression(C=1.0).fit(x, y)
+    assert (reference.coef_ > 0).all()
+    w, b = _non_negative_logistic(x, y, 1.0)
+    assert w == pytest.approx(reference.coef_[0], abs=1e-3) and b == pytest.approx(reference.intercept_[0], abs=1e-3)
+    # a member that answers the wrong way round gets weight 0, not a negative one
+    flipped = np.column_stack([x[:, 0], 1.0 - x[:, 1]])
+    assert LogisticRegression(C=1.0).fit(flipped, y).coef_[0, 1] < 0
+    w, _ = _non_negative_logistic(flipped, y, 1.0)
+    assert w[0] > 0 and w[1] == 0.0
+
+
+def test_parameters_and_errors(tmp_path: Path) -> None:
+    assert StackedEnsemble(members="cngdist, compressor").members == ("cngdist", "compressor")
+    # the default forest for pair_features where it is a member, nothing otherwise
+    assert StackedEnsemble().member_params == {"pair_features": {"trees": 200}}
+    assert StackedEnsemble(members=("cngdist",)).member_params == {}
+    assert StackedEnsemble(member_params={}).member_params == {}
+    with pytest.raises(ValueError, match="repeat"):
+        StackedEnsemble(members=("cngdist", "cngdist"))
+    with pytest.raises(ValueError, match="its own member"):
+        StackedEnsemble(members=("stacked",))
+    with pytest.raises(ValueError, match="folds"):
+        StackedEnsemble(folds=1)
+    with pytest.raises(HarnessError, match="unknown system"):
+        StackedEnsemble(members=("nope",)).fit(_toy_data(), seed=0)
+    with pytest.raises(HarnessError, match="not fitted"):
+        StackedEnsemble().predict(_toy_data().problems)
+    system = StackedEnsemble(members=("length_ratio",), folds=3)
+    system.fit(_toy_data(), seed=0)
+    system.save(tmp_path / "c")
+    shutil.rmtree(tmp_path / "c" / "members" / "length_ratio")
+    with pytest.raises(HarnessError, match="member checkpoint missing"):
+        StackedEnsemble.load(tmp_path / "c")
+
+
+def test_each_member_is_built_with_its_own_parameters(tmp_path: Path) -> None:
+    """`--param member_params.pair_features.trees=3` reaches every pair_features the ensemble builds."""
+    system = StackedEnsemble(members=("length_ratio", "pair_features"), member_params={"pair_features": {"trees": 3}})
+    assert system.params()["member_params"] == {"pair_features": {"trees": 3}}
+    system.fit(_toy_data(), seed=0)
+    assert system._systems is not None
+    assert [type(m).name for m in system._systems] == ["length_ratio", "pair_features"]
+    assert system._systems[1].trees == 3
+    system.save(tmp_path / "c")
+    loaded = StackedEnsemble.load(tmp_path / "c")
+    assert loaded._systems is not None and loaded._systems[1].trees == 3
+    assert loaded.predict(_toy_data().problems) == system.predict(_toy_data().problems)
+
+    with pytest.raises(ValueError, match="not members"):
+        StackedEnsemble(members=("length_ratio",), member_params={"pair_features": {"trees": 3}})
+    bad = StackedEnsemble(members=("pair_features",), member_params={"pair_features": {"tres": 3}})
+    with pytest.raises(HarnessError, match="member pair_features has no parameter"):
+        bad.fit(_toy_data(), seed=0)
+
+
+def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_reloads_it(tmp_path: Path) -> None:
+    """PAN15 English training problems split 50/50 into text-disjoint halves (`grouped_split`, seed 0).
+
+    Default members, seed 0. Observed when written: AUC 0.68 (c@1 0.40: the band, fitted on out-of-fold scores
+    of 50 problems in 9 text groups, sat above every test score; best-band c@1 0.73) on the test half (50
+    problems), trained on the other 50. Before the meta-model's weights were held non-negative it scored AUC 0.34
+    here. The bar, 0.60, is about 1.2 standard deviations of a random scorer's AUC on such a half (sd ~0.084)
+    above chance: a floor that catches a broken pipeline, not a claim of quality.
+    """
+    scores = run_and_predict("stacked", pan15_text_disjoint_halves(tmp_path), tmp_path)
+    assert scores["auc"] > 0.60

@@ -1,0 +1,152 @@
+"""SYSML's released layout ({split}.csv + episodes/len_{L}.json + matches.csv), on a hand-written fixture."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.errors import DataError, HarnessError
+from tasks.darkweb import DarkwebTask
+from tasks.darkweb.sysml_layout import is_sysml_layout, read_matches
+
+COLUMNS = ["cleaned_post", "Date", "subforum", "market", "author", "thread_id"]
+# market -> split -> rows (cleaned_post, Date, subforum, author, thread)
+ROWS = {
+    "bmr": {
+        "train": [
+            ("hi all [LINK]", "2013-05-06 10:00:00", "Drugs", "vendorA", "t1"),  # Monday
+            ("stealth is good", "2013-05-07 11:00:00", "Drugs", "vendorA", "t1"),
+            ("[QUOTE] no", "2013-05-08", "Offtopic", "buyerB", "t2"),
+            ("pm me", "2013-05-09 09:30:00", "Drugs", "buyerB", "t1"),
+            ("", "2013-05-10 12:00:00", "Offtopic", "vendorA", "t2"),  # an empty post (NaN in pandas)
+        ],
+        "test": [
+            ("restock soon", "2013-09-01 08:00:00", "Drugs", "vendorA", "t3"),  # Sunday
+            ("new prices", "2013-09-02 08:00:00", "Drugs", "vendorA", "t3"),
+            ("scam!", "2013-09-03 08:00:00", "Drugs", "buyerB", "t3"),
+            ("really", "2013-09-04 08:00:00", "Drugs", "buyerB", "t3"),
+            ("back again", "2013-09-05 08:00:00", "Drugs", "vendorA", "t4"),  # vendorA's 2nd episode: t4 only
+            ("order placed", "2013-09-06 08:00:00", "Drugs", "vendorA", "t4"),
+        ],
+    },
+    "agora": {
+        "train": [
+            ("hello agora", "2014-01-01T10:00:00", "Market", "A_vendor", "a1"),
+            ("same stealth", "2014-01-02T10:00:00", "Market", "A_vendor", "a1"),
+            ("noob here", "2014-01-03T10:00:00", "Newbies", "newbie", "a2"),
+            ("thanks", "2014-01-04T10:00:00", "Newbies", "newbie", "a2"),
+        ],
+        "test": [
+            ("restock agora", "2014-06-01T10:00:00", "Market", "A_vendor", "a3"),
+            ("prices agora", "2014-06-02T10:00:00", "Market", "A_vendor", "a3"),
+            ("hi", "2014-06-03T10:00:00", "Newbies", "newbie", "a4"),
+            ("bye", "2014-06-04T10:00:00", "Newbies", "newbie", "a4"),
+        ],
+    },
+}
+# episodes of length 2 as row numbers; -1 pads a short episode (SYSML's convention)
+EPISODES = {
+    "bmr": {
+        "train": {"vendorA": [[0, 1], [4, -1]], "buyerB": [[2, 3]]},
+        "test": {"vendorA": [[0, 1], [4, 5]], "buyerB": [[2, 3]]},
+    },
+    "agora": {
+        "train": {"A_vendor": [[0, 1]], "newbie": [[2, 3]]},
+        "test": {"A_vendor": [[0, 1]], "newbie": [[2, 3]]},
+    },
+}
+
+
+def write_layout(root: Path) -> Path:
+    for market, splits in ROWS.items():
+        folder = root / market
+        (folder / "episodes").mkdir(parents=True)
+        for split, rows in splits.items():
+            with (folder / f"{split}.csv").open("w", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(COLUMNS)
+                for text, date, forum, author, thread in rows:
+                    writer.writerow([text, date, forum, market, author, thread])
+        payload = {split: EPISODES[market][split] for split in ("train", "test")}
+        (folder / "episodes" / "len_3.json").write_text(json.dumps(payload), encoding="utf-8")
+    with (root / "matches.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["uid1", "market1", "uid2", "market2", "match"])
+        writer.writerow(["vendorA", "bmr", "A_vendor", "agora", "True"])
+        writer.writerow(["buyerB", "bmr", "newbie", "agora", "False"])
+    return root
+
+
+def test_reads_episodes_weekdays_and_matched_persons(tmp_path: Path):
+    root = write_layout(tmp_path)
+    assert is_sysml_layout(root) and is_sysml_layout(root / "bmr") and not is_sysml_layout(tmp_path / "bmr/episodes")
+    task = DarkwebTask(episode_length=3)
+    train = task.load(root, "train")
+    assert train.markets == ("agora", "bmr")
+    by_id = {e.id: e for e in train.episodes}
+    first = by_id["bmr/train/vendorA/0"]
+    assert [p.text for p in first.posts] == ["hi all [LINK]", "stealth is good"]
+    assert [p.weekday for p in first.posts] == [0, 1] and first.posts[0].subforum == "Drugs"
+    assert [p.text for p in by_id["bmr/train/vendorA/1"].posts] == [""]  # the -1 pad dropped, the empty post kept
+    # vendorA on bmr and A_vendor on agora are one person; unmatched accounts are persons of their own
+    assert first.person == by_id["agora/train/A_vendor/0"].person
+    assert by_id["bmr/train/buyerB/0"].person != by_id["agora/train/newbie/0"].person
+    assert by_id["agora/train/newbie/0"].person == "agora:newbie"
+    # the graph posts come from the optional author and thread columns; a thread's first post starts it
+    kinds = {(p.market, p.author, p.thread_id, p.kind) for p in train.posts}
+    assert ("bmr", "vendorA", "t1", "submission") in kinds and ("bmr", "buyerB", "t1", "comment") in kinds
+    assert train.checksum.startswith("sha256:") and train.checksum != task.load(root, "test").checksum
+
+
+def test_one_market_folder_and_market_selection(tmp_path: Path):
+    root = write_layout(tmp_path)
+    alone = DarkwebTask(episode_length=3).load(root / "agora", "test")
+    assert alone.markets == ("agora",) and len(alone.episodes) == 2
+    chosen = DarkwebTask(episode_length=3, market="bmr").load(root, "test")
+    assert {e.market for e in chosen.episodes} == {"bmr"} and len(chosen.episodes) == 3
+    with pytest.raises(HarnessError, match="not in"):
+        DarkwebTask(episode_length=3, market="silkroad").load(root, "test")
+    # max_authors counts persons (a matched pair is one) and keeps their graph posts
+    small = DarkwebTask(episode_length=3, max_authors=2).load(root, "train")
+    kept = {(e.market, e.author) for e in small.episodes}
+    assert len({e.person for e in small.episodes}) == 2
+    assert small.posts and {(p.market, p.author) for p in small.posts} <= kept
+
+
+def test_migrant_linking_uses_the_matched_persons(tmp_path: Path):
+    root = write_layout(tmp_path)
+    task = DarkwebTask(episode_length=3)
+    test = task.load(root, "test")
+
+    class ByPerson:  # embeds an episode by its person: a perfect linker
+        def embed(self, episodes):
+            names = sorted({e.person for e in episodes})
+            return np.eye(len(names))[[names.index(e.person) for e in episodes]]
+
+    # the thread_id column gives the episode posts their threads (the default protocol needs them)
+    threads = [[p.thread_id for p in e.posts] for e in test.episodes if e.author == "vendorA"]
+    assert threads == [["t3", "t3"], ["t4", "t4"]]
+    scores = task.evaluate(ByPerson(), test).scores
+    assert scores["mrr"] == 1.0 and scores["same_thread_candidates_removed"] == 0
+    assert scores["migrant/agora->bmr/mrr"] == 1.0 and scores["migrant/agora->bmr/persons"] == 1.0
+    assert scores["migrant/queries"] == 1.0 + 2.0  # A_vendor's one agora episode; vendorA's two bmr episodes
+
+
+def test_bad_layout_files_are_named(tmp_path: Path):
+    root = write_layout(tmp_path)
+    with pytest.raises(DataError, match="len_5.json"):
+        DarkwebTask(episode_length=5).load(root, "train")
+    (root / "bmr" / "episodes" / "len_3.json").write_text(json.dumps({"train": {"x": [[99]]}, "test": {}}))
+    with pytest.raises(DataError, match="row 99 beyond"):
+        DarkwebTask(episode_length=3).load(root, "train")
+    (root / "agora" / "train.csv").write_text("cleaned_post,Date\nhi,2014-01-01\n", encoding="utf-8")
+    with pytest.raises(DataError, match="missing column"):
+        DarkwebTask(episode_length=3).load(root, "train")
+    bad = tmp_path / "m.csv"
+    bad.write_text("uid1,market1,uid2,market2,match\na,x,b,y,maybe\n", encoding="utf-8")
+    with pytest.raises(DataError, match="boolean"):
+        read_matches(bad)

@@ -1,0 +1,305 @@
+"""`build_pairs` inputs: jsonl, folders, forum and PAN 2013-2015 corpora; bad input is a one-line error naming file,
+line and field, and nothing is written; the output folder is refused, replaced or kept whole as asked."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from core.errors import DataError, HarnessError
+from tasks.pairs import build_pairs
+
+
+def jsonl_corpus(path: Path, authors: int = 8, per_type: int = 3, extra: list[dict] | None = None) -> Path:
+    """`authors` authors, each with `per_type` texts of two discourse types (every line its own group)."""
+    rows = [
+        {"author": f"a{a}", "text": f"text {i} of a{a} as {kind}, written with care", "discourse_type": kind}
+        for a in range(authors)
+        for kind in ("email", "essay")
+        for i in range(per_type)
+    ]
+    rows += extra or []
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def assert_nothing_written(out: Path) -> None:
+    assert not out.exists()
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]  # no staging left behind
+
+
+def one_line(exc: pytest.ExceptionInfo) -> str:
+    message = str(exc.value)
+    assert "\n" not in message
+    return message
+
+
+def test_jsonl_author_with_one_text_is_dropped_and_counted(tmp_path):
+    lone = {"author": "lonely", "text": "the only text of this author", "discourse_type": "email"}
+    source = jsonl_corpus(tmp_path / "texts.jsonl", extra=[lone])
+    manifest = build_pairs("jsonl", source, tmp_path / "out", pairs=8).data
+    assert manifest["dropped"]["authors"] == {"author with one text": 1}
+    truth = [json.loads(x) for s in ("train", "test") for x in lines(tmp_path / "out" / s / "truth.jsonl")]
+    assert len(truth) == 8 and "lonely" not in {a for t in truth for a in t["authors"]}
+    assert manifest["source"]["inputs"][0]["sha256"].startswith("sha256:")
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "message"),
+    [
+        ({"author": "x", "text": "some words"}, "discourse_type", "missing"),
+        ({"author": "x", "text": "some words", "discourse_type": 5}, "discourse_type", "expected str, got int"),
+        ({"author": "x", "text": "some words", "discourse_type": " "}, "discourse_type", "empty string"),
+        ({"author": "x", "text": "  \n", "discourse_type": "email"}, "text", "text is empty"),
+        ({"text": "some words", "discourse_type": "email"}, "author", "missing"),
+        ({"author": "x", "text": "words", "discourse_type": "email", "time": 5}, "time", "given here but not"),
+        ({"author": "x", "text": "words", "discourse_type": "email", "topic": 3}, "topic", "expected str"),
+    ],
+)
+def test_jsonl_bad_line_names_file_line_and_field(tmp_path, row, field, message):
+    source = jsonl_corpus(tmp_path / "texts.jsonl", extra=[row])
+    out = tmp_path / "out"
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, out, pairs=8)
+    assert one_line(exc).startswith(f"{source}:49: field '{field}': ")  # 48 good lines before it
+    assert message in str(exc.value)
+    assert_nothing_written(out)
+
+
+def test_no_author_with_two_texts_is_an_error(tmp_path):
+    rows = [{"author": f"a{i}", "text": f"text number {i}", "discourse_type": "email"} for i in range(5)]
+    source = tmp_path / "texts.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, tmp_path / "out", pairs=8)
+    assert one_line(exc).startswith(f"{source}: field 'author': no author has two texts")
+    assert "5 author with one text" in str(exc.value)
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_too_few_authors_for_the_split(tmp_path):
+    source = jsonl_corpus(tmp_path / "texts.jsonl", authors=2)
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, tmp_path / "out", pairs=4)
+    assert one_line(exc).startswith(f"{source}: field 'test_share': only 2 authors")
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_too_many_pairs_names_a_count_that_fits(tmp_path):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")  # 8 authors x 6 texts: at most 24 pairs
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, tmp_path / "out", pairs=200)
+    assert one_line(exc).startswith(f"{source}: field 'pairs': train split: only ")
+    fits = int(str(exc.value).split("ask for at most about ")[1].split()[0])
+    assert 0 < fits < 200
+    assert_nothing_written(tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"test_share": 1.0},
+        {"cross_share": 1.5},
+        {"text_uses": 0},
+        {"pairs": 3},
+        {"pattern": r"(?P<author>.+)/(?P<discourse_type>.+)"},  # a folders option given to jsonl
+        {"join": "thread"},  # a forum option given to jsonl
+    ],
+)
+def test_bad_parameters_are_refused_before_reading(tmp_path, options):
+    with pytest.raises(HarnessError) as exc:
+        build_pairs("jsonl", tmp_path / "absent.jsonl", tmp_path / "out", **{"pairs": 8, **options})
+    one_line(exc)
+    assert not isinstance(exc.value, DataError)
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_out_dir_refused_when_not_empty_its_own_files_replaced_with_overwrite(tmp_path):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(HarnessError, match="not empty"):
+        build_pairs("jsonl", source, out, pairs=8)
+    assert (out / "keep.txt").read_text(encoding="utf-8") == "mine"
+    # a failure with overwrite keeps the old folder whole
+    with pytest.raises(DataError):
+        build_pairs("jsonl", source, out, pairs=200, overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    build_pairs("jsonl", source, out, pairs=8, overwrite=True)
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.json*")) == [
+        "manifest.json",
+        "pair_origins.jsonl",
+        "test/pairs.jsonl",
+        "test/truth.jsonl",
+        "train/pairs.jsonl",
+        "train/truth.jsonl",
+    ]
+    assert (out / "keep.txt").read_text(encoding="utf-8") == "mine"  # only the builder's own files are replaced
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    build_pairs("jsonl", source, empty, pairs=8)  # an empty folder is fine
+    assert (empty / "manifest.json").is_file()
+
+
+def test_forum_post_with_empty_text_names_its_line(tmp_path):
+    post = {
+        "post_id": "p1",
+        "author": "alice",
+        "market": "campus",
+        "subforum": "College",
+        "thread_id": "t1",
+        "parent_id": None,
+        "kind": "submission",
+        "created": 1500000000,
+        "text": "hello there",
+    }
+    rows = [post, {**post, "post_id": "p2", "kind": "comment"}, {**post, "post_id": "p3", "text": " "}]
+    (tmp_path / "forum").mkdir()
+    source = tmp_path / "forum" / "posts.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError) as exc:
+        build_pairs("forum", tmp_path / "forum", tmp_path / "out", pairs=8)
+    assert one_line(exc).startswith(f"{source}:3: field 'text': post 'p3': text is empty")
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_folders_default_layout_bom_and_crlf(tmp_path):
+    root = tmp_path / "corpus"
+    for a in range(6):
+        for kind in ("letter", "speech"):
+            for i in range(2):
+                path = root / f"author{a}" / kind / f"{i}.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(b"\xef\xbb\xbf" + f"line one of {a} {kind} {i}\r\nline two\r\n".encode())
+    (root / "notes.md").write_text("not a text", encoding="utf-8")
+    manifest = build_pairs("folders", root, tmp_path / "out", pairs=8).data
+    assert manifest["dropped"]["texts"] == {"file not matching the pattern": 1}
+    rows = [json.loads(x) for s in ("train", "test") for x in lines(tmp_path / "out" / s / "pairs.jsonl")]
+    texts = [t for row in rows for t in row["pair"]]
+    assert all(t.startswith("line one of ") and t.endswith("\nline two\n") and "\r" not in t for t in texts)
+    assert all(sorted(row["discourse_types"]) == ["letter", "speech"] for row in rows)
+
+
+def test_folders_bad_bytes_and_bad_pattern(tmp_path):
+    root = tmp_path / "corpus"
+    (root / "a" / "essay").mkdir(parents=True)
+    (root / "a" / "essay" / "1.txt").write_bytes(b"fine\nnot \xff utf-8\n")
+    with pytest.raises(DataError) as exc:
+        build_pairs("folders", root, tmp_path / "out", pairs=8)
+    assert one_line(exc).startswith(f"{root / 'a' / 'essay' / '1.txt'}:2: not valid UTF-8")
+    with pytest.raises(HarnessError, match="named groups"):
+        build_pairs("folders", root, tmp_path / "out", pairs=8, pattern=r"(?P<author>[^/]+)/.*")
+    assert_nothing_written(tmp_path / "out")
+
+
+# ----------------------------------------------------------------------- real PAN 2013-2015 corpora
+
+ESSAYS = (
+    "pan14-author-verification-training-corpus-english-essays-2014-04-22",
+    "pan14-author-verification-test-corpus2-english-essays-2014-04-22",
+)
+NOVELS = "pan14-author-verification-training-corpus-english-novels-2014-04-22"
+
+
+@pytest.fixture(scope="module")
+def pan14(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from helpers.pan_corpora import extract_corpora
+
+    return extract_corpora(tmp_path_factory.mktemp("pan14"), (*ESSAYS, NOVELS))
+
+
+def test_pan_classic_essays_pairs_never_from_one_problem(pan14, tmp_path):
+    """PAN14 essays train + test reuse texts: each text is one text, in one pair, never with a text of its problems."""
+    from tasks.pan.folders import read_classic_corpus
+    from toolkit.splits import text_key
+
+    corpora = [pan14[name] for name in ESSAYS]
+    manifest = build_pairs("pan-classic", corpora, tmp_path / "out", pairs=12, cross_share=0.0).data
+    assert manifest["source"]["authors"].startswith("linked:")
+    problems_of: dict[str, set[str]] = {}
+    for corpus in corpora:
+        for problem in read_classic_corpus(corpus)[0]:
+            for text in problem.texts:
+                problems_of.setdefault(text_key(text), set()).add(f"{corpus.name}/{problem.id}")
+    assert sum(len(p) > 1 for p in problems_of.values()) > 100  # the reuse this guards against is real
+    seen: Counter = Counter()
+    for split in ("train", "test"):
+        pairs = [json.loads(x) for x in lines(tmp_path / "out" / split / "pairs.jsonl")]
+        truth = [json.loads(x) for x in lines(tmp_path / "out" / split / "truth.jsonl")]
+        for pair, answer in zip(pairs, truth, strict=True):
+            first, second = (text_key(t) for t in pair["pair"])
+            seen.update((first, second))
+            assert pair["discourse_types"] == ["essay", "essay"]
+            assert not problems_of[first] & problems_of[second]
+            assert answer["same"] == (answer["authors"][0] == answer["authors"][1])
+    assert max(seen.values()) == 1
+
+
+def test_pan_classic_essays_and_novels_share_no_author(pan14, tmp_path):
+    """No PAN14 author wrote both essays and novels: a cross-genre set from them cannot exist, and says so."""
+    with pytest.raises(DataError) as exc:
+        build_pairs("pan-classic", [pan14[ESSAYS[0]], pan14[NOVELS]], tmp_path / "out", pairs=12)
+    assert "no author has two texts that can form a pair" in one_line(exc)
+    assert "a lower cross_share" in str(exc.value)
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_overwrite_replaces_the_builders_files_and_keeps_the_users(tmp_path):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    out = tmp_path / "out"
+    build_pairs("jsonl", source, out, pairs=8, seed=0)
+    (out / "train" / "notes.txt").write_text("my notes", encoding="utf-8")
+    first = (out / "manifest.json").read_bytes()
+    build_pairs("jsonl", source, out, pairs=8, seed=1, overwrite=True)
+    assert (out / "manifest.json").read_bytes() != first and json.loads((out / "manifest.json").read_text())[
+        "seed"
+    ] == 1
+    assert (out / "train" / "notes.txt").read_text(encoding="utf-8") == "my notes"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_failure_while_replacing_puts_the_old_dataset_back(tmp_path, monkeypatch):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    out = tmp_path / "out"
+    build_pairs("jsonl", source, out, pairs=8, seed=0)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_replace = os.replace
+    calls = []
+
+    def failing_replace(src, dst):
+        calls.append(src)
+        if len(calls) == 9:  # after the six old files are set aside and three new ones are in place
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError):
+        build_pairs("jsonl", source, out, pairs=8, seed=1, overwrite=True)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("where", ["is", "holds", "lies inside"])
+def test_an_output_folder_that_is_holds_or_lies_inside_the_input_is_refused(tmp_path, where):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    source = jsonl_corpus(corpus / "texts.jsonl")
+    (corpus / "notes.txt").write_text("mine", encoding="utf-8")
+    # a folders input can hold the output folder; a jsonl input (a file) can be it or lie in it
+    given, out = {"is": (source, source), "holds": (source, corpus), "lies inside": (corpus, corpus / "out")}[where]
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(HarnessError, match=f"output folder {where} the input") as exc:
+        build_pairs("jsonl" if given == source else "folders", given, out, pairs=8, overwrite=True)
+    one_line(exc)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

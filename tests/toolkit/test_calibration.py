@@ -1,0 +1,240 @@
+"""The shared abstain-band calibration: the map, its grid search, and the labels it is fitted on."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.errors import HarnessError
+from core.records import NO_ANSWER, VerificationData, VerificationProblem, VerificationTruth
+from harness.metrics.verification import evaluate_all
+from toolkit.calibration import (
+    AbstainBand,
+    band_grid,
+    cross_fitted_folds,
+    cross_fitted_scores,
+    fit_abstain_band,
+    objective_function,
+    rescale_with_abstain_band,
+    training_labels,
+)
+from toolkit.splits import shared_texts
+
+
+def noisy_scores(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Scores that separate the classes only partly, so that abstaining can pay."""
+    rng = np.random.default_rng(seed)
+    labels = rng.random(n) < 0.5
+    scores = np.clip(0.5 + 0.15 * (labels - 0.5) + 0.1 * rng.standard_normal(n), 0.0, 1.0)
+    return scores, labels
+
+
+def test_band_answers_exactly_one_half_inside_and_pan_ranges_outside() -> None:
+    scores = [0.0, 0.2, 0.3, 0.31, 0.5, 0.69, 0.7, 0.85, 1.0]
+    out = rescale_with_abstain_band(scores, 0.3, 0.7)
+    assert out[0] == 0.0 and out[-1] == 1.0
+    assert out[2] == pytest.approx(0.49)  # s == p1 goes to the low side, as in PAN's correct_scores
+    assert out[6] == pytest.approx(0.51)  # s == p2 goes to the high side
+    assert [v for v in out[3:6]] == [NO_ANSWER, NO_ANSWER, NO_ANSWER]  # exactly 0.5, not approximately
+    assert out[1] == pytest.approx(0.49 * 0.2 / 0.3)
+    assert out[7] == pytest.approx(0.51 + 0.49 * 0.15 / 0.3)
+    assert np.all((out[:3] <= 0.49) | (out[:3] == 0.0))
+    assert np.all(out[6:] >= 0.51)
+
+
+def test_band_is_monotone_for_many_bands() -> None:
+    rng = np.random.default_rng(1)
+    scores = np.sort(np.r_[rng.random(500), 0.0, 1.0, band_grid(0.01)])
+    for _ in range(200):
+        p1, p2 = np.sort(rng.random(2))
+        out = rescale_with_abstain_band(scores, p1, p2)
+        assert np.all(np.diff(out) >= 0), (p1, p2)
+        assert np.all((out >= 0) & (out <= 1))
+        # nothing lands in the gaps around the non-answer
+        assert not np.any(((out > 0.49 + 1e-12) & (out < 0.5)) | ((out > 0.5) & (out < 0.51 - 1e-12)))
+
+
+def test_band_of_no_width_is_a_plain_threshold() -> None:
+    out = rescale_with_abstain_band([0.1, 0.4, 0.4000001, 0.9], 0.4, 0.4)
+    assert NO_ANSWER not in out.tolist()
+    assert out[1] == pytest.approx(0.49) and out[2] >= 0.51
+
+
+def test_scores_outside_unit_interval_are_clipped() -> None:
+    out = rescale_with_abstain_band([-3.0, -0.01, 1.01, 7.0], 0.3, 0.7)
+    assert out.tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
+def test_band_edges_at_zero_and_one() -> None:
+    out = rescale_with_abstain_band([0.0, 0.5, 1.0], 0.0, 1.0)
+    assert out.tolist() == [0.0, NO_ANSWER, 1.0]
+
+
+@pytest.mark.parametrize(("p1", "p2"), [(0.6, 0.4), (-0.1, 0.5), (0.5, 1.1)])
+def test_bad_band_is_refused(p1: float, p2: float) -> None:
+    with pytest.raises(ValueError, match="p1"):
+        rescale_with_abstain_band([0.5], p1, p2)
+
+
+def test_nan_is_refused() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        rescale_with_abstain_band([0.2, float("nan")], 0.3, 0.7)
+    with pytest.raises(ValueError, match="NaN"):
+        fit_abstain_band([0.2, float("nan")], [True, False])
+
+
+def test_abstain_band_apply_matches_function() -> None:
+    scores, _ = noisy_scores(50)
+    band = AbstainBand(0.42, 0.61)
+    assert np.array_equal(band.apply(scores), rescale_with_abstain_band(scores, 0.42, 0.61))
+
+
+def test_grid() -> None:
+    grid = band_grid(0.01)
+    assert len(grid) == 99 and grid[0] == 0.01 and grid[-1] == 0.99
+    assert band_grid(0.25).tolist() == [0.25, 0.5, 0.75]
+    with pytest.raises(ValueError):
+        band_grid(0.0)
+
+
+def test_fitted_band_is_at_least_as_good_as_no_band_on_training_data() -> None:
+    scores, labels = noisy_scores(400)
+    band = fit_abstain_band(scores, labels)
+    fitted = evaluate_all(labels, band.apply(scores))["overall"]
+    raw = evaluate_all(labels, scores)["overall"]
+    best_threshold = max(evaluate_all(labels, rescale_with_abstain_band(scores, t, t))["overall"] for t in band_grid())
+    assert fitted >= best_threshold
+    assert fitted >= raw
+    assert band.p1 <= band.p2
+
+
+def test_abstaining_pays_where_classes_are_mixed() -> None:
+    # clean negatives, clean positives, and a block of coin flips in the middle: c@1 rewards abstaining there
+    scores = np.r_[np.linspace(0.1, 0.3, 20), np.linspace(0.7, 0.9, 20), np.full(20, 0.5)]
+    labels = np.r_[np.zeros(20), np.ones(20), np.tile([0, 1], 10)].astype(bool)
+    band = fit_abstain_band(scores, labels, objective="c_at_1")
+    assert band.p1 < 0.5 < band.p2
+    assert np.all(band.apply(scores)[40:] == NO_ANSWER)
+
+
+def test_ties_go_to_the_narrowest_band_then_lowest_p1() -> None:
+    # separable data: every threshold in [0.25, 0.69] gives c@1 = 1; the rule picks p1 = p2 = 0.25
+    scores = np.r_[np.linspace(0.05, 0.25, 10), np.linspace(0.7, 0.95, 10)]
+    labels = np.r_[np.zeros(10), np.ones(10)].astype(bool)
+    assert fit_abstain_band(scores, labels, objective="c_at_1") == AbstainBand(0.25, 0.25)
+
+
+def test_fit_is_deterministic_and_takes_seconds_for_thousands_of_scores() -> None:
+    scores, labels = noisy_scores(3000, seed=3)
+    start = time.perf_counter()
+    first = fit_abstain_band(scores, labels)
+    elapsed = time.perf_counter() - start
+    assert fit_abstain_band(scores, labels) == first
+    assert elapsed < 30  # about a second where it was written: seconds, not minutes
+
+
+def test_objectives() -> None:
+    scores, labels = noisy_scores(200)
+    band = fit_abstain_band(scores, labels, objective="auc_x_c_at_1", step=0.05)
+    assert 0 < band.p1 <= band.p2 < 1
+    measure = objective_function("auc_x_c_at_1")
+    result = evaluate_all(labels, band.apply(scores))
+    assert measure(labels, band.apply(scores)) == pytest.approx(result["auc"] * result["c_at_1"])
+    with pytest.raises(ValueError, match="unknown objective"):
+        fit_abstain_band(scores, labels, objective="accuracy")
+    with pytest.raises(ValueError, match="brier"):
+        objective_function("brier", profile="pan20")
+    with pytest.raises(ValueError, match="same length"):
+        fit_abstain_band(scores, labels[:-1])
+
+
+def test_training_labels() -> None:
+    problems = (VerificationProblem("a", ("x", "y")), VerificationProblem("b", ("x", "z")))
+    truth = {"a": VerificationTruth("a", True), "b": VerificationTruth("b", False)}
+    data = VerificationData(problems, truth, Path("mem"), "0")
+    assert training_labels(data).tolist() == [True, False]
+    with pytest.raises(HarnessError, match="truth"):
+        training_labels(data._replace(truth=None))
+    with pytest.raises(HarnessError, match="'b'"):
+        training_labels(data._replace(truth={"a": truth["a"]}))
+
+
+# --- cross-fitted calibration ---------------------------------------------------------------------
+
+
+def _problems_with_groups(sizes: list[int]) -> list[VerificationProblem]:
+    """Problems in chains: within a chain each problem shares a text with the next, chains share nothing."""
+    problems = []
+    for chain, size in enumerate(sizes):
+        for i in range(size):
+            texts = (f"chain {chain} text {i}", f"chain {chain} text {i + 1}", f"unknown {chain}.{i}")
+            problems.append(VerificationProblem(f"c{chain}-{i}", texts))
+    return problems
+
+
+def _leak_checking_scorer(problems: list[VerificationProblem], seen: list[set[int]]):
+    """A toy fit_and_score: 'fits' on the training texts, scores a held-out problem by how many it has seen.
+
+    A held-out problem's score is the number of its texts the scorer was fitted on: any leak makes it > 0.
+    """
+
+    def fit_and_score(train: np.ndarray, held_out: np.ndarray) -> np.ndarray:
+        vocabulary = {text for i in train for text in problems[i].texts}
+        seen.append({int(i) for i in held_out})
+        return np.array([sum(text in vocabulary for text in problems[i].texts) for i in held_out], dtype=float)
+
+    return fit_and_score
+
+
+def test_cross_fitted_scores_over_text_disjoint_groups_never_score_with_a_scorer_that_saw_the_texts() -> None:
+    problems = _problems_with_groups([3, 1, 4, 2, 2, 5, 1, 3])
+    seen: list[set[int]] = []
+    scores, info = cross_fitted_scores(problems, _leak_checking_scorer(problems, seen), k=5, seed=3)
+    assert info == {"folds": 5, "grouping": "text-disjoint", "groups": 8, "dropped": 0}
+    assert np.array_equal(scores, np.zeros(len(problems)))
+    # every problem held out exactly once
+    assert sorted(i for fold in seen for i in fold) == list(range(len(problems)))
+
+
+def test_cross_fitted_scores_drop_problems_sharing_a_text_when_groups_are_too_few() -> None:
+    # two chains of 10: only 2 text-disjoint groups for 5 folds (as PAN14 novels, one group)
+    problems = _problems_with_groups([10, 10])
+    seen: list[set[int]] = []
+    folds, fold_info = cross_fitted_folds(problems, k=5, seed=0)
+    scores, info = cross_fitted_scores(problems, _leak_checking_scorer(problems, seen), k=5, seed=0)
+    assert info == fold_info
+    assert info["grouping"] == "drop-shared" and info["folds"] == 5 and info["groups"] == 2
+    assert info["dropped"] > 0
+    assert np.array_equal(scores, np.zeros(len(problems)))  # no held-out text was in any fold's training part
+    assert sorted(i for fold in seen for i in fold) == list(range(len(problems)))
+    for train, held_out in folds:
+        assert not set(train) & set(held_out)
+        assert shared_texts([problems[i] for i in train], [problems[i] for i in held_out]) == 0
+
+
+def test_cross_fitted_folds_refuse_a_fold_left_without_training_problems() -> None:
+    problems = [VerificationProblem(f"p{i}", ("the one shared text", f"unknown {i}")) for i in range(10)]
+    with pytest.raises(HarnessError, match="fold 1 of 5.*shares a text"):
+        cross_fitted_folds(problems, k=5, seed=0)
+
+
+def test_cross_fitted_scores_check_what_the_scorer_returns() -> None:
+    problems = _problems_with_groups([1] * 6)
+    with pytest.raises(HarnessError, match="fold 1"):
+        cross_fitted_scores(problems, lambda train, held_out: np.zeros(len(held_out) + 1), k=3)
+    with pytest.raises(HarnessError, match="NaN"):
+        cross_fitted_scores(problems, lambda train, held_out: np.full(len(held_out), np.nan), k=3)
+    with pytest.raises(HarnessError, match="at least 2 folds"):
+        cross_fitted_scores(problems, lambda train, held_out: np.zeros(len(held_out)), k=1)
+
+
+def test_cross_fitted_folds_are_seeded() -> None:
+    problems = _problems_with_groups([2] * 12)
+    first, _ = cross_fitted_folds(problems, k=4, seed=1)
+    again, _ = cross_fitted_folds(problems, k=4, seed=1)
+    other, _ = cross_fitted_folds(problems, k=4, seed=2)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a[1], b[1]) for a, b in zip(first, other, strict=True))
