@@ -17,8 +17,11 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    its `member_params`), fitted on the other folds' problems only, and answers the fold's problems: the out-of-fold
    member answers are the meta-features.
 2. The meta-model is fitted on all out-of-fold meta-features.
-3. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on ITS out-of-fold scores: each fold's
-   meta-scores come from a meta-model fitted on the other folds' meta-features (same folds).
+3. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on the scores this meta-model, the one
+   that answers, gives the out-of-fold meta-features: the scale it answers on. (Fitted on the fold meta-models'
+   out-of-fold scores before, it sat on another scale: on the forum cross-kind set every test score fell inside
+   the band, every answer one class or no answer. The meta-model has one weight per member and an intercept, so
+   scoring its own training meta-features is nearly out of sample; the members' answers in them are.)
 4. Every member is refitted on all training problems; these answer at prediction time.
 
 Defaults (ours; see above): `members` = cngdist, compressor, pair_features, the fast ones among this harness's
@@ -32,10 +35,7 @@ halves (50 training problems, 9 text groups), the members' out-of-fold AUCs on t
 0.63, 0.43 (cngdist, compressor, pair_features), the unconstrained meta-model gave two of them negative
 weights, and it scored AUC 0.34 on the other half, where each member alone scored 0.64-0.71. Band maximising
 the training split's ranking measure (`objective="task"`): AUC x c@1, PAN 2014's, on PAN 2013-2015 corpora;
-overall on PAN 2020-2023 data. Known fault: the band is fitted on the fold meta-models' out-of-fold scores and
-applied to the refitted meta-model's, which can lie on another scale; on the forum cross-kind set every test score
-fell inside the band (an AUC x c@1 band: every answer one class; an overall band: every answer abstains), see
-benchmarks/README.md.
+overall on PAN 2020-2023 data.
 
 Each member is built with its own defaults unless `member_params` gives it parameters: a mapping from member
 name to that member's parameters, e.g. `--param member_params.compressor.grid_step=0.02` (nested or dotted, as
@@ -175,13 +175,11 @@ class StackedEnsemble(CalibratedVerifier):
         if np.isnan(meta).any():
             raise HarnessError(f"{self.name}: a member gave NaN answers on held-out training problems")
 
-        # the meta-model's own out-of-fold scores, for its band: each fold scored by a model fit on the others
-        meta_oof = np.zeros(len(problems))
-        for fit_on, held_out in folds:
-            coef, intercept = self._fit_meta(meta[fit_on], labels[fit_on], seed)
-            meta_oof[held_out] = _sigmoid(meta[held_out] @ coef + intercept)
-        band = self.fit_band(train, meta_oof, labels)
+        # the band is fitted on the scores of the meta-model that answers, over the out-of-fold member answers:
+        # fold meta-models (each its own weights and intercept) put their scores on other scales than it does
         coef, intercept = self._fit_meta(meta, labels, seed)
+        meta_scores = _sigmoid(meta @ coef + intercept)
+        band = self.fit_band(train, meta_scores, labels)
 
         systems = self._new_members(classes)
         for member in systems:
@@ -193,7 +191,7 @@ class StackedEnsemble(CalibratedVerifier):
         self.meta_features = meta
         self._info = fold_info | {
             "member_oof_auc_x_c_at_1": {n: select(labels, meta[:, j]) for j, n in enumerate(self.members)},
-            "meta_oof_auc_x_c_at_1": select(labels, band.apply(meta_oof)),
+            "meta_auc_x_c_at_1": select(labels, band.apply(meta_scores)),
         }
 
     def _new_members(self, classes: Sequence[Any]) -> list[Any]:

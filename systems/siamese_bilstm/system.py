@@ -48,7 +48,7 @@ from systems.siamese_bilstm.routing import (
 from systems.siamese_bilstm.sampler import AuthorBatchSampler, ChunkPairBatch, eligible_authors
 from systems.siamese_bilstm.settings import Calibration
 from systems.siamese_bilstm.settings import SiameseTraining as Training
-from toolkit.calibration import AbstainBand
+from toolkit.calibration import AbstainBand, class_balanced
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.devices import autocast, resolve_device
 from toolkit.legacy import LegacyParams
@@ -507,7 +507,10 @@ class SiameseBiLSTM(CalibratedVerifier):
             mine = np.array([r == name for r in routes])
             enough = mine.any() and min(labels[mine].sum(), (~labels[mine]).sum()) >= MIN_PER_CLASS
             subset = mine if enough else np.ones(len(routes), dtype=bool)
-            band = bands[name] = self.fit_band(train, scores[subset], labels[subset])
+            fitted_on, truth = scores[subset], labels[subset]
+            if self.calibration.balance_classes:
+                fitted_on, truth = class_balanced(fitted_on, truth)
+            band = bands[name] = self.fit_band(train, fitted_on, truth)
             report["bands"][name] = {
                 "p1": band.p1,
                 "p2": band.p2,

@@ -181,3 +181,21 @@ def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_relo
     """
     scores = run_and_predict("stacked", pan15_text_disjoint_halves(tmp_path), tmp_path)
     assert scores["auc"] > 0.60
+
+
+def test_the_band_is_fitted_on_the_scale_of_the_meta_model_that_answers(tmp_path: Path) -> None:
+    """Issue 27: the band was fitted on fold meta-models' out-of-fold scores and applied to the refitted meta-model's
+    scores, another scale (on the forum set every test answer fell inside it). It is now the band of the answering
+    meta-model's scores of the out-of-fold member answers: refitting the band on those gives the same band."""
+    from systems.stacked import _sigmoid
+    from tasks.pan.classic import PanClassicTask
+    from toolkit.calibration import training_labels
+
+    train = PanClassicTask().load(pan15_text_disjoint_halves(tmp_path), "train")
+    system = StackedEnsemble(member_params={"pair_features": {"trees": 20}})
+    system.fit(train, seed=0)
+    labels = training_labels(train)
+    answering = _sigmoid(system.meta_features @ system._coef + system._intercept)
+    assert system.band == system.fit_band(train, answering, labels)
+    answers = system.band.apply(answering)
+    assert (answers < 0.5).any() and (answers > 0.5).any()  # both classes on the training problems' scale

@@ -14,6 +14,7 @@ from harness.metrics.verification import evaluate_all
 from toolkit.calibration import (
     AbstainBand,
     band_grid,
+    class_balanced,
     cross_fitted_folds,
     cross_fitted_scores,
     fit_abstain_band,
@@ -238,3 +239,28 @@ def test_cross_fitted_folds_are_seeded() -> None:
     other, _ = cross_fitted_folds(problems, k=4, seed=2)
     assert all(np.array_equal(a[1], b[1]) for a, b in zip(first, again, strict=True))
     assert not all(np.array_equal(a[1], b[1]) for a, b in zip(first, other, strict=True))
+
+
+def test_class_balanced_repeats_the_rarer_class_to_about_the_commoner_ones_count() -> None:
+    labels = np.array([True] * 33 + [False] * 8)
+    scores = np.linspace(0.0, 1.0, labels.size)
+    balanced_scores, balanced_labels = class_balanced(scores, labels)
+    assert int(balanced_labels.sum()) == 33 and int((~balanced_labels).sum()) == 32  # 8 x round(33 / 8)
+    assert np.array_equal(balanced_scores[:41], scores)  # the problems themselves come first, unchanged
+    assert set(balanced_scores[41:]) == set(scores[~labels])
+    for one_class in (np.ones(5, dtype=bool), np.zeros(5, dtype=bool)):
+        assert np.array_equal(class_balanced(scores[:5], one_class)[1], one_class)
+    assert class_balanced(scores[:4], np.array([True, False, True, False]))[0].size == 4
+
+
+def test_a_band_fitted_on_skewed_weak_scores_answers_one_class_and_on_balanced_ones_both() -> None:
+    """The siamese_bilstm failure (issue 27): validation problems mostly same-author, a weak score; the band that
+    maximises `overall` there says "same" to everything, while the classes weighed alike give a band between them."""
+    rng = np.random.default_rng(0)
+    labels = np.array([True] * 330 + [False] * 80)
+    scores = np.clip(np.where(labels, 0.62, 0.58) + rng.normal(0, 0.05, labels.size), 0, 1)
+    skewed = fit_abstain_band(scores, labels, step=0.01)
+    assert not (skewed.apply(scores) < 0.5).any()  # "same" or no answer, never "different"
+    band = fit_abstain_band(*class_balanced(scores, labels), step=0.01)
+    answers = band.apply(scores)
+    assert (answers < 0.5).any() and (answers > 0.5).any()
