@@ -199,3 +199,23 @@ def test_the_band_is_fitted_on_the_scale_of_the_meta_model_that_answers(tmp_path
     assert system.band == system.fit_band(train, answering, labels)
     answers = system.band.apply(answering)
     assert (answers < 0.5).any() and (answers > 0.5).any()  # both classes on the training problems' scale
+
+
+def test_folds_keep_texts_apart_where_authors_cannot_be(tmp_path: Path, cmcc: Path) -> None:
+    """CMCC's training split has 7 authors, each in many problems: no author-disjoint fold keeps a training problem,
+    and stacked refused the set. It now makes text-disjoint folds there, and says so."""
+    from harness.cli import main
+    from tasks.pan.pan23 import Pan23Task
+
+    pattern = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt"
+    from click.testing import CliRunner
+
+    built = CliRunner().invoke(main, ["pairs", "--from", "folders", str(cmcc), str(tmp_path / "set"), "--pairs", "80",
+                                      "--text-uses", "4", "--encoding", "cp1252", "--pattern", pattern])  # fmt: skip
+    assert built.exit_code == 0, built.output
+    train = Pan23Task().load(tmp_path / "set", "train")
+    system = StackedEnsemble(members=("cngdist", "compressor"), member_params={})
+    system.fit(train, seed=0)
+    assert system.info is not None and system.info["by"].startswith("texts (author-disjoint folds leave")
+    answers = [a.value for a in system.predict(Pan23Task().load(tmp_path / "set", "test").problems)]
+    assert len(answers) == 40
