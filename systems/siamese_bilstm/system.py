@@ -11,6 +11,12 @@ its types span groups, or to the general head when it has a type training never 
 split's types (`routing.derive_groups`) and kept in the checkpoint. Each head, and the ensemble,
 has an abstain band fitted on open-set validation problems (authors disjoint from training).
 
+Calibration departs from the paper: it grid-searched one threshold per model for the best `overall` on its own
+open-set held-out split (0.697, 0.67 and 0.56 for its two sub-models and the general one); here each model gets an
+abstain band (a plain threshold among them) on the validation problems of held-out authors, with the classes weighed
+alike (`Calibration.balance_classes`): those problems are mostly same-author (a different-author one needs both
+authors held out), and an `overall` band fitted on them answered "same" to every test problem (issue 27).
+
 Raw scores: a cosine c in [-1, 1] becomes (1 + c) / 2 in [0, 1] before calibration, a monotone map
 that keeps the whole range (calibration clips to [0, 1]). The ensemble's raw score is the mean of
 its members' calibrated answers, which all put their decision threshold at 0.5, calibrated again
@@ -94,7 +100,7 @@ class SiameseBiLSTM(CalibratedVerifier):
         head: the Bi-LSTM head (`BiLSTMHeadConfig`: hidden_size).
         loss: the loss of a batch (`ModifiedContrastive`: positive_margin, negative_margin).
         training: the schedule of each head (`Training`: epochs, batch_size in chunks, lr, steps_per_epoch).
-        calibration: the abstain bands (`Calibration`: validation_share, objective, grid_step).
+        calibration: the abstain bands (`Calibration`: validation_share, objective, grid_step, balance_classes).
     Settings (JSON values):
         groups: {name: [discourse types]}, one head each; {} trains the general head only; None
             derives them from the training split's types (`routing.derive_groups`): the paper's
