@@ -108,6 +108,11 @@ SYSTEMS: dict[str, Entry] = {
         "word TF-IDF cosine with the same calibration as cngdist",
         serves=VERIFICATION,
     ),
+    "typed_ngrams": Entry(
+        "systems.baselines.typed_ngrams:TypedNgrams",
+        "Sapkota et al. 2015: TF-IDF of typed character 3-grams (default affix + punctuation), as cngdist",
+        serves=VERIFICATION,
+    ),
     "length_ratio": Entry(
         "systems.baselines.length_ratio:LengthRatio",
         "sanity floor: ratio of the texts' lengths (shorter / longer), abstain band tuned on train",

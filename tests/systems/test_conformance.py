@@ -44,6 +44,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "cngdist": {"grid_step": 0.05},
     "compressor": {"memory": 1 << 20, "grid_step": 0.05},
     "tfidf": {"max_ngram": 2, "grid_step": 0.05},
+    "typed_ngrams": {"types": ["prefix", "suffix", "mid-punct"], "grid_step": 0.05},
     "length_ratio": {"grid_step": 0.05},
     "unmasking": {"rounds": 4},
     "pair_features": {},
