@@ -89,11 +89,12 @@ class CalibratedVerifier:
         record them. Bad band settings (`grid_step`, `objective`, `calibration_folds` where the verifier has it)
         are refused now rather than after the features are computed; the fitted state (`FITTED`) starts empty.
         """
-        for name in inspect.signature(type(self)).parameters:
+        names = inspect.signature(type(self)).parameters
+        for name in names:
             setattr(self, name, parameters[name])
         band_grid(self.grid_step)
         check_objective(self.objective)
-        if "calibration_folds" in inspect.signature(type(self)).parameters:
+        if "calibration_folds" in names:
             check_folds(self.calibration_folds)
         for attribute in self.FITTED:
             setattr(self, attribute, None)
