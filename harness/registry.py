@@ -113,6 +113,11 @@ SYSTEMS: dict[str, Entry] = {
         "Sapkota et al. 2015: TF-IDF of typed character 3-grams (default affix + punctuation), as cngdist",
         serves=VERIFICATION,
     ),
+    "wccn": Entry(
+        "systems.wccn:WccnCosine",
+        "character + word TF-IDF, SVD, within-author covariance normalisation (speaker verification's WCCN), cosine",
+        serves=VERIFICATION,
+    ),
     "length_ratio": Entry(
         "systems.baselines.length_ratio:LengthRatio",
         "sanity floor: ratio of the texts' lengths (shorter / longer), abstain band tuned on train",

@@ -46,6 +46,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "tfidf": {"max_ngram": 2, "grid_step": 0.05},
     "typed_ngrams": {"types": ["prefix", "suffix", "mid-punct"], "grid_step": 0.05},
     "length_ratio": {"grid_step": 0.05},
+    "wccn": {"dimensions": 20, "char_features": 2000, "word_features": 1000, "grid_step": 0.05, "calibration_folds": 2},
     "unmasking": {"rounds": 4},
     "pair_features": {},
     "impostors": {"max_features": 500, "iterations": 20, "impostors": 3, "calibration_folds": 2},
