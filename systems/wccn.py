@@ -16,10 +16,22 @@ the discourse type and topic:
 4. a problem's raw score is the cosine of W z(known) and W z(unknown), z(known) the mean of its known texts' vectors,
    as (1 + cosine) / 2 in [0, 1]. The abstain band is fitted on out-of-fold scores: each fold's whole pipeline (TF-IDF,
    SVD, W and the authors) is fitted on the other folds' problems only.
+
+A `background` corpus (unlabelled texts of other people: forum posts, a folder of .txt files) is where the
+vocabulary, idf and SVD basis are learnt instead of the training texts; the within-author covariance and the mean
+still come from the training texts. A basis learnt from a few hundred training texts fits those very texts (and
+their topics); one learnt from thousands of others describes writing in general, and the whitening then works in
+it (CMCC, 7 training authors: see benchmarks/README.md). The basis is learnt once and shared by the cross-fitting
+folds, which it cannot leak into: it holds no training text. Posts are
+joined, in file order and per author where the file names them, into documents of `background_length` characters
+or more, the length of a text to verify; `background_texts` of them, drawn with the seed, are used. The background
+must hold no test text: its texts shape the space every test text is scored in.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -27,7 +39,8 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from scipy import sparse
 
-from core.errors import HarnessError
+from core.errors import DataError, HarnessError
+from core.files import read_jsonl
 from core.progress import Progress
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from toolkit.calibration import fit_then_score
@@ -42,8 +55,18 @@ WORD_ANALYZER: dict[str, Any] = {
     "lowercase": True,
     "token_pattern": WORD_TOKEN_PATTERN,
 }
+logger = logging.getLogger("harness")
+
 MIN_DF = 2  # a term in one training text says nothing about how an author's texts vary
 BATCH = 256  # texts counted at a time, so that progress advances per text
+
+
+class Basis(NamedTuple):
+    """Where texts become vectors: the two TF-IDF weightings and the SVD basis (d, vocabulary)."""
+
+    char: TfidfModel
+    word: TfidfModel
+    components: np.ndarray
 
 
 class StyleSpace(NamedTuple):
@@ -119,6 +142,35 @@ def within_author_whitening(vectors: np.ndarray, authors: np.ndarray, shrinkage:
     return (vectors_ * values**-0.5) @ vectors_.T, used
 
 
+def background_documents(path: Path, *, count: int, length: int, seed: int) -> list[str]:
+    """`count` documents of at least `length` characters from a posts file (.jsonl or .jsonl.gz, a "text" per line,
+    optionally an "author") or a folder of .txt files (one document each, however long), drawn with `seed`."""
+    if path.is_dir():
+        files = sorted(path.rglob("*.txt"))
+        if not files:
+            raise HarnessError(f"{path}: the background folder holds no .txt file")
+        documents = [file.read_text(encoding="utf-8", errors="replace") for file in files]
+    elif path.is_file():
+        pending: dict[str, list[str]] = {}
+        documents = []
+        for line, record in read_jsonl(path):
+            text = record.get("text") if isinstance(record, dict) else None
+            if not isinstance(text, str):
+                raise DataError("must be a string", path=path, line=line, field="text")
+            author = str(record.get("author", ""))  # posts of no named author are joined in file order
+            parts = pending.setdefault(author, [])
+            parts.append(text)
+            if sum(map(len, parts)) >= length:
+                documents.append("\n\n".join(parts))
+                del pending[author]
+    else:
+        raise HarnessError(f"{path}: background corpus not found (a posts .jsonl[.gz] file or a folder of .txt files)")
+    if len(documents) < 2:
+        raise HarnessError(f"{path}: the background gives {len(documents)} document(s) of {length}+ characters")
+    order = np.random.default_rng(seed).permutation(len(documents))[:count]
+    return [documents[i] for i in sorted(order)]
+
+
 class WccnCosine(CalibratedVerifier):
     """Cosine of TF-IDF style vectors after within-class (author) covariance normalisation; see the module docstring.
 
@@ -127,6 +179,9 @@ class WccnCosine(CalibratedVerifier):
         shrinkage: how much of a scaled identity is added to the within-author covariance before it is inverted
             (0: full whitening; larger: closer to a plain cosine in the SVD space).
         char_features, word_features: the most frequent character 1-4-grams and words kept (in >= 2 texts).
+        background: None, or a corpus of other people's texts where the vocabulary and SVD basis are learnt
+            instead of the training texts (see the module docstring); background_texts documents of
+            background_length characters or more are drawn from it.
     """
 
     name: ClassVar[str] = "wccn"
@@ -139,6 +194,9 @@ class WccnCosine(CalibratedVerifier):
         shrinkage: float = 0.1,
         char_features: int = 30000,
         word_features: int = 10000,
+        background: str | None = None,
+        background_texts: int = 6000,
+        background_length: int = 2500,
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
@@ -150,6 +208,11 @@ class WccnCosine(CalibratedVerifier):
         if char_features < 1 or word_features < 1:
             raise ValueError(
                 f"char_features and word_features must be positive, got {char_features!r}, {word_features!r}"
+            )
+        if background_texts < 2 or background_length < 1:
+            raise ValueError(
+                f"background_texts must be at least 2 and background_length positive, got {background_texts!r}, "
+                f"{background_length!r}"
             )
         super().__init__(locals())
         self._space: StyleSpace | None = None
@@ -163,35 +226,59 @@ class WccnCosine(CalibratedVerifier):
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         assert train.truth is not None  # training_labels checked it
         truth = train.truth
+        background = self._background(seed)
+        # with a background the basis is the background's, one for every fold; without, each fold learns its own
+        shared = self._fit_basis(background, seed=seed) if background else None
 
         def fit(problems: Sequence[VerificationProblem]) -> StyleSpace:
-            return self._fit_space(problems, truth, seed=seed)
+            return self._fit_space(problems, truth, shared, seed=seed)
 
         self.cross_fit_band(train, labels, fit_then_score(train.problems, fit, self._similarities), seed=seed)
-        self._space = self._fit_space(train.problems, truth, seed=seed, record=True)
+        self._space = self._fit_space(train.problems, truth, shared, seed=seed, record=True)
+        self._info["background_documents"] = len(background)
+
+    def _background(self, seed: int) -> list[str]:
+        if self.background is None:
+            return []
+        path = Path(self.background).expanduser()
+        return background_documents(path, count=self.background_texts, length=self.background_length, seed=seed)
+
+    def _fit_basis(self, texts: Sequence[str], *, seed: int) -> Basis:
+        """Vocabularies, idf and the SVD basis learnt from `texts`."""
+        from sklearn.decomposition import TruncatedSVD
+
+        started = time.perf_counter()
+        options = {"sublinear_tf": True, "min_df": MIN_DF}
+        char = TfidfModel.fit(texts, analyzer=CHAR_ANALYZER, max_features=self.char_features, **options)
+        word = TfidfModel.fit(texts, analyzer=WORD_ANALYZER, max_features=self.word_features, **options)
+        matrix = sparse.vstack([tfidf_rows(char, word, texts[i : i + BATCH]) for i in range(0, len(texts), BATCH)])
+        dimensions = min(self.dimensions, len(texts) - 1, matrix.shape[1] - 1)
+        svd = TruncatedSVD(n_components=dimensions, random_state=seed).fit(matrix)
+        logger.info(
+            "%s: vocabulary and %d-dimensional basis from %d texts, took %.0fs",
+            self.name, dimensions, len(texts), time.perf_counter() - started,
+        )  # fmt: skip
+        return Basis(char, word, svd.components_.astype(np.float64))
 
     def _fit_space(
         self,
         problems: Sequence[VerificationProblem],
         truth: Mapping[str, VerificationTruth],
+        basis: Basis | None,
         *,
         seed: int,
         record: bool = False,
     ) -> StyleSpace:
-        from sklearn.decomposition import TruncatedSVD
-
+        """The style space of these training problems: `basis` (or one learnt from their texts), their mean, and
+        the whitening by their authors' within-author covariance."""
         texts, authors = text_authors(problems, truth)
         if len(texts) < 3:
             raise HarnessError(f"{self.name}: needs at least 3 distinct training texts, got {len(texts)}")
-        options = {"sublinear_tf": True, "min_df": MIN_DF}
-        char = TfidfModel.fit(texts, analyzer=CHAR_ANALYZER, max_features=self.char_features, **options)
-        word = TfidfModel.fit(texts, analyzer=WORD_ANALYZER, max_features=self.word_features, **options)
-        batches = [tfidf_rows(char, word, texts[start : start + BATCH]) for start in range(0, len(texts), BATCH)]
-        matrix = sparse.vstack(batches, format="csr")
-        dimensions = min(self.dimensions, len(texts) - 1, matrix.shape[1] - 1)
-        svd = TruncatedSVD(n_components=dimensions, random_state=seed).fit(matrix)
-        components = svd.components_.astype(np.float64)
-        reduced = matrix @ components.T
+        if basis is None:
+            basis = self._fit_basis(texts, seed=seed)
+        char, word, components = basis
+        rows = [tfidf_rows(char, word, texts[i : i + BATCH]) @ components.T for i in range(0, len(texts), BATCH)]
+        reduced = np.vstack(rows)
         mean = reduced.mean(axis=0)
         whitening, used = within_author_whitening(reduced - mean, authors, self.shrinkage)
         if record:
@@ -199,7 +286,7 @@ class WccnCosine(CalibratedVerifier):
                 "texts": len(texts),
                 "author_groups": int(len(np.unique(authors))),
                 "authors_with_two_texts": used,
-                "dimensions": dimensions,
+                "dimensions": len(components),
                 "vocabulary": {"char": len(char.vocabulary), "word": len(word.vocabulary)},
             }
         return StyleSpace(char, word, components, mean, whitening)

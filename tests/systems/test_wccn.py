@@ -4,7 +4,9 @@ authors across genres where the plain cosine of the same vectors does not."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,8 @@ from sklearn.metrics import roc_auc_score
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from harness.registry import system_class
-from systems.wccn import WccnCosine, text_authors, within_author_whitening
+from systems.wccn import WORD_ANALYZER, WccnCosine, background_documents, text_authors, within_author_whitening
+from toolkit.tfidf import TfidfModel
 
 CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")
 
@@ -114,3 +117,54 @@ def test_on_cmcc_whitening_separates_held_out_authors_across_genres(cmcc: Path, 
             np.testing.assert_array_equal(loaded.raw_scores(test_problems[:200]), scores[:200])
             assert system.info["authors_with_two_texts"] == 7
     assert aucs[0.1] > aucs[1e6] + 0.05, aucs
+
+
+def test_background_posts_are_joined_per_author_to_the_length_of_a_text(tmp_path: Path):
+    posts = tmp_path / "posts.jsonl"
+    lines = [{"author": "a", "text": "x" * 6}, {"author": "b", "text": "y" * 4}, {"author": "a", "text": "z" * 5}]
+    lines += [{"author": "b", "text": "w" * 7}, {"text": "v" * 20}, {"author": "c", "text": "u" * 3}]
+    posts.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    documents = background_documents(posts, count=10, length=10, seed=0)
+    # a's two posts, b's two posts, one unnamed post; c's short post never reaches the length
+    assert documents == ["x" * 6 + "\n\n" + "z" * 5, "y" * 4 + "\n\n" + "w" * 7, "v" * 20]
+    assert len(background_documents(posts, count=2, length=10, seed=0)) == 2
+
+
+def test_a_bad_background_is_refused_naming_file_line_and_field(tmp_path: Path):
+    posts = tmp_path / "posts.jsonl"
+    posts.write_text('{"text": "fine text here"}\n{"text": 3}\n', encoding="utf-8")
+    with pytest.raises(HarnessError) as error:
+        background_documents(posts, count=10, length=5, seed=0)
+    assert "posts.jsonl" in str(error.value) and "2" in str(error.value) and "text" in str(error.value)
+    with pytest.raises(HarnessError, match="not found"):
+        background_documents(tmp_path / "missing.jsonl", count=10, length=5, seed=0)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(HarnessError, match="no .txt file"):
+        background_documents(tmp_path / "empty", count=10, length=5, seed=0)
+
+
+def test_a_background_shapes_the_basis_and_the_checkpoint_stands_without_it(cmcc: Path, tmp_path: Path):
+    """Fitted with a background folder of real texts (CMCC's Chat files, not in training), the vocabulary is the
+    background's; the saved system loads and answers the same after the background is gone."""
+    background = tmp_path / "background"
+    shutil.copytree(cmcc / "Chat", background)
+    essays = [r for r in cmcc_texts(cmcc) if r[1] == "Essays"]  # 6 per author, in author order
+    pairs = [(essays[i], essays[i + 1]) for i in range(0, len(essays), 2)]  # same author
+    pairs += [(essays[i], essays[(i + 6) % len(essays)]) for i in range(0, len(essays), 3)]  # the next author
+    problems = [VerificationProblem(str(i), (a[2], b[2])) for i, (a, b) in enumerate(pairs)]
+    truth = {str(i): VerificationTruth(str(i), a[0] == b[0], (a[0], b[0])) for i, (a, b) in enumerate(pairs)}
+    assert 0 < sum(t.same for t in truth.values()) < len(truth)
+    data = VerificationData(tuple(problems), truth, tmp_path, "x")
+    plain = WccnCosine(calibration_folds=2)
+    plain.fit(data, seed=0)
+    system = WccnCosine(background=str(background), calibration_folds=2)
+    system.fit(data, seed=0)
+    assert system.info["background_documents"] == 84 and plain.info["background_documents"] == 0
+    documents = background_documents(background, count=6000, length=2500, seed=0)
+    assert system._space.word.vocabulary == TfidfModel.fit(documents, analyzer=WORD_ANALYZER, max_features=10000,
+                                                           sublinear_tf=True, min_df=2).vocabulary  # fmt: skip
+    assert system._space.word.vocabulary != plain._space.word.vocabulary
+    scores = system.raw_scores(problems)
+    system.save(tmp_path / "model")
+    shutil.rmtree(background)
+    np.testing.assert_array_equal(WccnCosine.load(tmp_path / "model").raw_scores(problems), scores)
