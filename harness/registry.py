@@ -163,6 +163,11 @@ SYSTEMS: dict[str, Entry] = {
         "darkweb baseline: word TF-IDF of an episode's posts, cosine",
         serves=FORUM,
     ),
+    "forum_wccn": Entry(
+        "systems.forum_wccn:ForumWccn",
+        "darkweb and reddit: character + word TF-IDF, SVD, whitened by the variation within one author's posts (WCCN)",
+        serves=FORUM,
+    ),
     "varlen_linker": Entry(
         "systems.varlen_linker.system:VarlenLinker",
         "Khan et al. 2021: conv post encoder + attention over variable-size samples (Beta(3,1) sizes), triplet loss",

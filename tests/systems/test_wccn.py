@@ -16,7 +16,8 @@ from sklearn.metrics import roc_auc_score
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from harness.registry import system_class
-from systems.wccn import WORD_ANALYZER, WccnCosine, background_documents, text_authors, within_author_whitening
+from systems.wccn import WccnCosine, background_documents, text_authors
+from toolkit.style_space import WORD_ANALYZER
 from toolkit.tfidf import TfidfModel
 
 CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")
@@ -50,22 +51,6 @@ def test_authors_come_from_names_known_texts_and_same_author_problems():
     # a fold sees only its own problems: without p3, b1 and b2 are two authors
     texts, groups = text_authors(problems[:2] + problems[3:], truth)
     assert "b2" not in texts
-
-
-def test_whitening_makes_the_within_author_covariance_the_identity():
-    rng = np.random.default_rng(0)
-    authors = np.repeat(np.arange(30), 6)
-    vectors = rng.normal(size=(180, 5)) * [5.0, 1.0, 1.0, 0.2, 3.0] + rng.normal(size=(30, 5))[authors]
-    whitening, used = within_author_whitening(vectors, authors, shrinkage=0.0)
-    centred = np.vstack([vectors[authors == a] - vectors[authors == a].mean(axis=0) for a in range(30)])
-    covariance = whitening @ (centred.T @ centred / len(centred)) @ whitening.T
-    assert used == 30
-    np.testing.assert_allclose(covariance, np.eye(5), atol=1e-9)
-
-
-def test_no_author_with_two_texts_is_refused():
-    with pytest.raises(HarnessError, match="no training author has two texts"):
-        within_author_whitening(np.eye(3), np.arange(3), shrinkage=0.1)
 
 
 def test_bad_parameters_are_refused():
@@ -144,8 +129,8 @@ def test_a_bad_background_is_refused_naming_file_line_and_field(tmp_path: Path):
 
 
 def test_a_background_shapes_the_basis_and_the_checkpoint_stands_without_it(cmcc: Path, tmp_path: Path):
-    """Fitted with a background folder of real texts (CMCC's Chat files, not in training), the vocabulary is the
-    background's; the saved system loads and answers the same after the background is gone."""
+    """Fitted with a background folder of real texts (CMCC's Chat files, not in training), the vocabulary is that of
+    the training texts and the background together; the saved system answers the same with the background gone."""
     background = tmp_path / "background"
     shutil.copytree(cmcc / "Chat", background)
     essays = [r for r in cmcc_texts(cmcc) if r[1] == "Essays"]  # 6 per author, in author order
@@ -160,10 +145,10 @@ def test_a_background_shapes_the_basis_and_the_checkpoint_stands_without_it(cmcc
     system = WccnCosine(background=str(background), calibration_folds=2)
     system.fit(data, seed=0)
     assert system.info["background_documents"] == 84 and plain.info["background_documents"] == 0
-    documents = background_documents(background, count=6000, length=2500, seed=0)
-    assert system._space.word.vocabulary == TfidfModel.fit(documents, analyzer=WORD_ANALYZER, max_features=10000,
+    documents = [*text_authors(problems, truth)[0], *background_documents(background, count=6000, length=2500, seed=0)]
+    assert system._space.basis.word.vocabulary == TfidfModel.fit(documents, analyzer=WORD_ANALYZER, max_features=10000,
                                                            sublinear_tf=True, min_df=2).vocabulary  # fmt: skip
-    assert system._space.word.vocabulary != plain._space.word.vocabulary
+    assert system._space.basis.word.vocabulary != plain._space.basis.word.vocabulary
     scores = system.raw_scores(problems)
     system.save(tmp_path / "model")
     shutil.rmtree(background)
