@@ -4,15 +4,17 @@ A TF-IDF cosine ranks candidates by what they are about as much as by who wrote 
 things in other threads and months. `toolkit.style_space` whitens TF-IDF/SVD vectors by the covariance of one
 author's samples, so the directions in which one author's writing varies count little in the cosine.
 
-The within-author covariance needs two samples of one author, and a forum split gives one post sequence per author
-(a darkweb episode, a reddit author's stream; `tasks.forum.records.ForumSplit`). So each training sequence of at
-least `parts` posts is cut into `parts` runs of consecutive posts, oldest first, each a sample of its author: what
-differs between them is what differs within one author over time and threads. The vocabulary and SVD basis are learnt
-on the whole sequences, at most `max_sequences` of them (drawn with the seed), the unit a sample is embedded as.
+The within-author covariance needs two samples of one author. The split says who wrote each training sequence (a
+darkweb episode, a reddit author's stream; `tasks.forum.records.ForumSplit`): an author with several sequences gives
+them whole; an author with one (every reddit author) has it cut into `parts` runs of consecutive posts, oldest first,
+each a sample of its author: what differs between them is what differs within one author over time and threads. The
+vocabulary and SVD basis are learnt on whole sequences, at most `max_sequences` of them (drawn with the seed), the
+unit a sample is embedded as.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,26 +32,33 @@ def _join(texts: Sequence[str]) -> str:
     return "\n".join(texts)
 
 
-def sequence_parts(sequences: Sequence[Sequence[str]], parts: int) -> tuple[list[str], np.ndarray]:
-    """Each sequence of at least `parts` posts cut into `parts` runs of consecutive posts (as near equal in posts as
-    can be), one document each, and the sequence's number as each run's author."""
-    documents, authors = [], []
-    for author, posts in enumerate(sequences):
-        if len(posts) < parts:
-            continue
-        bounds = np.linspace(0, len(posts), parts + 1).round().astype(int)
-        for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-            documents.append(_join(posts[start:end]))
-            authors.append(author)
-    return documents, np.array(authors, dtype=np.int64)
+def author_samples(
+    sequences: Sequence[Sequence[str]], authors: Sequence[str], parts: int
+) -> tuple[list[str], np.ndarray]:
+    """The training samples of the within-author covariance and an author number each: an author's sequences whole
+    where there are several, else the one sequence (of at least `parts` posts) cut into `parts` runs of consecutive
+    posts, as near equal in posts as can be."""
+    numbers = {author: n for n, author in enumerate(dict.fromkeys(authors))}
+    count = Counter(authors)
+    documents, labels = [], []
+    for posts, author in zip(sequences, authors, strict=True):
+        if count[author] > 1:
+            documents.append(_join(posts))
+            labels.append(numbers[author])
+        elif len(posts) >= parts:
+            bounds = np.linspace(0, len(posts), parts + 1).round().astype(int)
+            for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+                documents.append(_join(posts[start:end]))
+                labels.append(numbers[author])
+    return documents, np.array(labels, dtype=np.int64)
 
 
 class ForumWccn:
     """WCCN style vectors of a sample's posts (joined), compared by cosine; see the module docstring.
 
     Parameters: dimensions (the SVD's size), shrinkage (added to the within-author covariance, as a share of its
-    mean variance), char_features / word_features (vocabulary sizes), parts (runs each training sequence is cut
-    into), max_sequences (training sequences the basis is learnt from; all are used for the covariance).
+    mean variance), char_features / word_features (vocabulary sizes), parts (runs the one sequence of an author
+    is cut into), max_sequences (training sequences the basis is learnt from; all are used for the covariance).
     """
 
     name: ClassVar[str] = "forum_wccn"
@@ -85,11 +94,13 @@ class ForumWccn:
 
     @property
     def info(self) -> dict[str, Any]:
-        """What fit saw: sequences, those cut into parts (the authors of the covariance), dimensions."""
+        """What fit saw: sequences, those the basis was learnt on, authors of the covariance, dimensions."""
         return self._info
 
     def fit(self, train: ForumSplit, *, seed: int) -> None:
-        sequences = [posts for posts in train.post_texts() if posts]
+        pairs = [(posts, author) for posts, author in zip(train.post_texts(), train.sequence_authors(), strict=True)]
+        sequences = [posts for posts, _ in pairs if posts]
+        authors = [author for posts, author in pairs if posts]
         if len(sequences) < 3:
             raise HarnessError(f"{self.name}: needs at least 3 training sequences, got {len(sequences)}")
         rng = np.random.default_rng(seed)
@@ -98,14 +109,14 @@ class ForumWccn:
             [_join(sequences[i]) for i in drawn], dimensions=self.dimensions, char_features=self.char_features,
             word_features=self.word_features, seed=seed, label=self.name,
         )  # fmt: skip
-        documents, authors = sequence_parts(sequences, self.parts)
-        if not len(documents):
-            raise HarnessError(f"{self.name}: no training sequence has {self.parts} posts to cut into parts")
-        self._space, used = fit_space(basis, documents, authors, shrinkage=self.shrinkage)
+        documents, labels = author_samples(sequences, authors, self.parts)
+        if not documents:
+            raise HarnessError(f"{self.name}: no training author has two sequences or one of {self.parts} posts")
+        self._space, used = fit_space(basis, documents, labels, shrinkage=self.shrinkage)
         self._info = {
             "sequences": len(sequences),
             "basis_sequences": len(drawn),
-            "authors_cut_into_parts": used,
+            "authors_with_two_samples": used,
             "dimensions": len(self._space.mean),
         }
 

@@ -67,3 +67,7 @@ class DarkwebData(NamedTuple):
     def post_texts(self) -> tuple[tuple[str, ...], ...]:
         """The texts of the episodes' posts, one tuple per episode (tasks.forum.records.ForumSplit)."""
         return tuple(tuple(post.text for post in episode.posts) for episode in self.episodes)
+
+    def sequence_authors(self) -> tuple[str, ...]:
+        """The person behind each episode of `post_texts` (tasks.forum.records.ForumSplit)."""
+        return tuple(episode.person for episode in self.episodes)

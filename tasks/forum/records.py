@@ -61,6 +61,11 @@ class ForumSplit(Protocol):
         author's stream), oldest first."""
         ...
 
+    def sequence_authors(self) -> tuple[str, ...]:
+        """Who wrote each sequence of `post_texts` (a darkweb episode's person, a reddit stream's author): a
+        training label, for systems that learn what varies within one author."""
+        ...
+
 
 def sample_texts(sample: ForumSample) -> tuple[str, ...]:
     """The texts of a sample's posts, oldest first, whichever forum task the sample comes from."""

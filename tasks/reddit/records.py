@@ -95,3 +95,7 @@ class RedditData:
     def post_texts(self) -> tuple[tuple[str, ...], ...]:
         """The texts of the split's posts, one tuple per author stream (tasks.forum.records.ForumSplit)."""
         return tuple(tuple(action.text for action in stream.actions) for stream in self.streams)
+
+    def sequence_authors(self) -> tuple[str, ...]:
+        """The author of each stream of `post_texts` (tasks.forum.records.ForumSplit)."""
+        return tuple(stream.author for stream in self.streams)
