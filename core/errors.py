@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -33,3 +34,30 @@ class DataError(HarnessError):
         if self.field is not None:
             where += f": field '{self.field}'"
         return f"{where}: {self.message}"
+
+
+class LoggedWarning(UserWarning):
+    """A warning whose message the harness also logs (on the "harness" logger): the command line shows the log line
+    only, so it reads once, without the Python source line `warnings` would print under it."""
+
+
+class OutputError(HarnessError):
+    """An output that could not be written (disk full, file too large, read-only): names the file and the OS's reason.
+
+    The writers (core.files.atomic_write, staged_folder, toolkit.checkpoint) raise it once they have removed what
+    they had begun, so the file or folder named is as it was before.
+    """
+
+    def __init__(self, path: str | Path, error: OSError) -> None:
+        self.path = str(path)
+        self.reason = os_reason(error)
+        super().__init__(f"{self.path}: cannot be written: {self.reason}")
+
+
+def os_reason(error: OSError) -> str:
+    """The OS's words for an OSError ("No space left on device"), without the file name Python adds."""
+    if error.strerror:
+        return error.strerror
+    if error.errno:
+        return os.strerror(error.errno)
+    return " ".join(str(error).split()) or type(error).__name__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import json
@@ -10,12 +11,13 @@ import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.errors import DataError
+from core.errors import DataError, OutputError, os_reason
 
 # What tempfile puts between a temporary's prefix and suffix: 8 of these characters.
 _RANDOM_PART = r"[a-z0-9_]{8}"
@@ -23,16 +25,46 @@ ATOMIC_WRITE_SUFFIX = ".tmp"  # atomic_write's temporary beside NAME is `.NAME.X
 
 
 GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip file
+# what a reader says of JSON nested deeper than Python's json can read (a RecursionError, not a JSONDecodeError)
+DEEP_JSON = "malformed JSON (nested too deep to read)"
+
+
+def file_problem(path: Path) -> str | None:
+    """Why `path` is not a regular file a reader can open, in words for an error after the path; None if it is one.
+
+    "file not found", "is a broken symlink (to ...)", "cannot be read (symlink loop)", "is a folder, not a file", or
+    "is not a regular file (a device, pipe or socket)": each of these used to read as plain "missing".
+    """
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "cannot be read (symlink loop)"
+        if path.is_symlink():
+            return f"is a broken symlink (to {os.readlink(path)})"
+        if isinstance(error, FileNotFoundError):
+            return "file not found"
+        return f"cannot be read ({os_reason(error)})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    return "is not a regular file (a device, pipe or socket)"
 
 
 def find_data_file(folder: Path, stem: str) -> Path:
     """Return `folder/stem` or its gzipped twin `folder/stem.gz`; a DataError names what is missing.
 
-    Both present is a DataError naming both: which one holds the data meant is not ours to guess.
+    Both present is a DataError naming both: which one holds the data meant is not ours to guess. A name that is
+    there but no regular file (a folder, a device, a symlink loop) is a DataError saying what it is instead.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError("is not a directory", path=folder)
+    for candidate in (folder / stem, folder / f"{stem}.gz"):
+        if os.path.lexists(candidate) and (problem := file_problem(candidate)) is not None:
+            raise DataError(f"{problem}; expected the {stem} file (or {stem}.gz) here", path=candidate)
     found = [candidate for candidate in (folder / stem, folder / f"{stem}.gz") if candidate.is_file()]
     if len(found) > 1:
         raise DataError(
@@ -47,7 +79,7 @@ def find_data_file(folder: Path, stem: str) -> Path:
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a plain or gzipped jsonl file.
 
-    Non-UTF-8 bytes, malformed JSON, non-object lines and an empty file are DataErrors
+    Non-UTF-8 bytes, malformed JSON (nested too deep included), non-object lines and an empty file are DataErrors
     that name the file and line; so is a plain file holding gzip bytes (it wants a `.gz` name).
     """
     path = Path(path)
@@ -69,16 +101,19 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise DataError(f"malformed JSON ({exc.msg})", path=path, line=line_no) from None
+                except RecursionError:
+                    raise DataError(DEEP_JSON, path=path, line=line_no) from None
                 if not isinstance(obj, dict):
                     raise DataError("expected a JSON object", path=path, line=line_no)
                 seen_any = True
                 yield line_no, obj
     except (OSError, EOFError) as exc:  # gzip errors on truncated or non-gzip files
-        if isinstance(exc, FileNotFoundError):
-            raise DataError("file not found", path=path) from None
+        if isinstance(exc, OSError) and exc.errno is not None and (problem := file_problem(path)) is not None:
+            raise DataError(problem, path=path) from None  # not found, a folder, a symlink loop
         raise DataError(f"cannot read ({exc})", path=path) from None
     if not seen_any:
-        raise DataError("file is empty", path=path)
+        problem = file_problem(path)  # /dev/null reads as empty
+        raise DataError("file is empty" if problem is None else f"{problem}, and gave no lines", path=path)
 
 
 def require_field(
@@ -133,26 +168,44 @@ def _type_names(kind: type | tuple[type, ...]) -> str:
 def atomic_write(path: Path, mode: str = "w") -> Iterator[Any]:
     """Write to a temporary file beside `path` and rename it into place on success.
 
-    A crash or an exception leaves no half-written file and keeps any earlier file intact.
+    A crash or an exception leaves no half-written file and keeps any earlier file intact. The OS refusing the
+    write (disk full, file too large, read-only) is an OutputError naming `path` and the OS's reason.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=ATOMIC_WRITE_SUFFIX, dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=ATOMIC_WRITE_SUFFIX, dir=path.parent)
+    except OSError as error:
+        raise OutputError(path, error) from None
     # mkstemp makes the file private (0600); give it the permissions a plain open() would
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(tmp_name, 0o666 & ~umask)
     try:
         encoding = None if "b" in mode else "utf-8"
         with os.fdopen(fd, mode, encoding=encoding) as handle:
+            os.chmod(tmp_name, 0o666 & ~umask)
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
+        if is_write_error(error, Path(tmp_name)):
+            raise OutputError(path, error) from None  # a full disk is a one-line error, not a traceback
         raise
+
+
+def is_write_error(error: BaseException, *ours: Path) -> bool:
+    """Whether `error` is the OS refusing a write of ours (disk full, file too large, read-only, quota, I/O):
+    an OSError with an errno about no file (a write on an open handle), or about one of `ours` or a path in them.
+    An OSError about another file (one read while writing) or without an errno (a bad gzip stream) is not."""
+    if not isinstance(error, OSError) or error.errno is None:
+        return False
+    if error.filename is None:
+        return True
+    name = Path(os.fsdecode(error.filename))
+    return any(name == own or own in name.parents for own in ours)
 
 
 def staging_folder(path: Path, suffix: str) -> Path:
@@ -197,14 +250,23 @@ def swap_folder(staged: Path, target: Path) -> Path | None:
 
 @contextlib.contextmanager
 def staged_folder(target: Path) -> Iterator[Path]:
-    """Yield an empty staging folder beside `target`; on a clean exit it replaces `target` whole, else it goes."""
+    """Yield an empty staging folder beside `target`; on a clean exit it replaces `target` whole, else it goes.
+
+    The OS refusing a write into it (disk full, file too large) is an OutputError naming `target`, after the staging
+    folder is gone: `target` stays as it was.
+    """
     target = Path(target)
-    staging = staging_folder(target, STAGED_SUFFIX)
+    try:
+        staging = staging_folder(target, STAGED_SUFFIX)
+    except OSError as error:
+        raise OutputError(target, error) from None
     try:
         yield staging
         set_aside = swap_folder(staging, target)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
+        if is_write_error(error, staging, target):
+            raise OutputError(target, error) from None  # what the writer was writing is gone with the staging
         raise
     if set_aside is not None:
         shutil.rmtree(set_aside, ignore_errors=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -68,3 +70,24 @@ class VerificationData(NamedTuple):
     source: Path
     checksum: str  # sha256 over the files read, so a result names exactly the data it saw
     ranked_by: RankingMeasure | None = None
+
+    @property
+    def truth_checksum(self) -> str | None:
+        """The identity of the split's truth (`truth_checksum`); None without truth (TIRA mode)."""
+        return None if self.truth is None else truth_checksum(self.truth)
+
+
+def truth_checksum(truth: Mapping[str, VerificationTruth]) -> str:
+    """One identity of a split's truth, whatever file or folder it was read from: "sha256:<hex>".
+
+    A sha256 over the truth records' content (id, same, authors), sorted by id, as compact JSON: the same truth
+    read from a test folder (`harness run`) or from its truth file (`harness score --record`), plain or gzipped,
+    with any line order, gives the same checksum. Leaderboards compare test data by it (result.json's
+    `task.data.test.truth_checksum`).
+    """
+    records = [
+        [record.id, bool(record.same), None if record.authors is None else list(record.authors)]
+        for _, record in sorted(truth.items())
+    ]
+    canonical = json.dumps(records, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
-from core.errors import HarnessError
+from core.errors import HarnessError, LoggedWarning
 from harness import __version__, registry
 
 logger = logging.getLogger("harness")
@@ -28,6 +31,20 @@ def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr)
 
 
+@contextlib.contextmanager
+def _warnings_as_log_lines() -> Iterator[None]:
+    """While a command runs, a Python warning is one log line (`Category: message`), not `warnings`' two lines
+    with a source line; a LoggedWarning, whose message the harness logs itself, is not shown twice."""
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        logger.warning("%s: %s", category.__name__, " ".join(str(message).split()))
+
+    with warnings.catch_warnings():  # restores the filters and `showwarning` when the command ends
+        warnings.filterwarnings("ignore", category=LoggedWarning)
+        warnings.showwarning = show
+        yield
+
+
 def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, str]:
     """`--param max_features=5000` -> {"max_features": "5000"}: texts, typed later by what each class declares."""
     params: dict[str, str] = {}
@@ -35,6 +52,8 @@ def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, 
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise HarnessError(f"{option} expects KEY=VALUE, got {pair!r}")
+        if key in params:  # the last one silently winning hid a typo in a long command line
+            raise HarnessError(f"{option} {key} is given twice ({key}={params[key]} and {pair}); give it once")
         params[key] = raw
     return params
 
@@ -78,6 +97,20 @@ def _check_output_file(path: Path, option: str) -> None:
     _check_output_folder(path.parent, option)
 
 
+class _ExistingPath(click.Path):
+    """click's Path(exists=True), except that a symlink loop or a broken link says so instead of "does not exist"."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(path_type=Path, exists=True, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, os.PathLike)) and os.path.lexists(value) and not os.path.exists(value):
+            from core.files import file_problem
+
+            self.fail(f"{os.fsdecode(value)!r} {file_problem(Path(value))}.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class _HarnessGroup(click.Group):
     """Reports HarnessError (bad data, bad options) and a command's usage errors (an option missing, unknown
     or of the wrong type) in one line with exit code 2, no traceback. Errors in the options before the
@@ -111,6 +144,7 @@ class _HarnessGroup(click.Group):
 def main(verbose: bool) -> None:
     """Benchmark harness for PAN-style authorship analysis."""
     _setup_logging(verbose)
+    click.get_current_context().with_resource(_warnings_as_log_lines())
 
 
 @main.command("list")
@@ -265,8 +299,8 @@ def predict_cmd(
 
 @main.command("score")
 @click.option("--task", "task_name", required=True)
-@click.option("--truth", "truth_path", type=click.Path(path_type=Path, exists=True), required=True)
-@click.option("--answers", "answers_path", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option("--truth", "truth_path", type=_ExistingPath(), required=True)
+@click.option("--answers", "answers_path", type=_ExistingPath(), required=True)
 @click.option(
     "--evaluator", type=click.Choice(["pan20", "pan23"]), default=None, help="Evaluator profile (default: the task's)."
 )
@@ -325,7 +359,7 @@ def score_cmd(
 
 
 @main.command("convert")
-@click.argument("src", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("src", type=_ExistingPath(file_okay=False))
 @click.argument("dst", type=click.Path(path_type=Path))
 @click.option(
     "--from",
@@ -344,7 +378,7 @@ def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> No
 
 
 @main.command("pairs")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("inputs", nargs=-1, required=True, type=_ExistingPath())
 @click.argument("out_dir", type=click.Path(path_type=Path))
 @click.option(
     "--from",
@@ -398,7 +432,7 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
 
 
 @main.command("leaderboard")
-@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("results", nargs=-1, required=True, type=_ExistingPath())
 @click.option(
     "--format", "fmt", type=click.Choice(["markdown", "latex", "csv", "json"]), default="markdown", show_default=True
 )
@@ -440,15 +474,16 @@ def leaderboard_cmd(
 
 
 @main.command("plot")
-@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("results", nargs=-1, required=True, type=_ExistingPath())
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True, help="Folder for PNG, PDF, CSV.")
-def plot_cmd(results: tuple[Path, ...], out_dir: Path) -> None:
+@click.option("--overwrite", is_flag=True, help="Replace figure files of the same names in --out.")
+def plot_cmd(results: tuple[Path, ...], out_dir: Path, overwrite: bool) -> None:
     """ROC/DET curves, EER against target size, main score against task parameters: PNG + PDF + CSV."""
     from harness.leaderboard import find_runs
     from harness.plotting import plot_all
 
     _check_output_folder(out_dir, "--out")
-    written = plot_all(find_runs(results), out_dir)
+    written = plot_all(find_runs(results), out_dir, overwrite=overwrite)  # refuses to replace a figure without it
     if not written:
         raise HarnessError("nothing to plot in these results")
     for path in written:
@@ -456,7 +491,7 @@ def plot_cmd(results: tuple[Path, ...], out_dir: Path) -> None:
 
 
 @main.command("report")
-@click.option("--results", "results", multiple=True, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option("--results", "results", multiple=True, required=True, type=_ExistingPath())
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True)
 @click.option("--ci/--no-ci", default=True, show_default=True)
 @click.option("--significance/--no-significance", default=True, show_default=True)

@@ -10,12 +10,14 @@ system on a second corpus gets a folder of its own.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import HarnessError
+from core.errors import DataError, HarnessError
+from core.files import file_problem
 from harness.task import SplitFolders
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -38,6 +40,10 @@ class DataLocation:
         if self.data_dir is None and not all(apiece):
             missing = "--test" if apiece[0] else "--train" if apiece[1] else "--data (or --train and --test)"
             raise HarnessError(f"missing {missing}")
+        for folder in (self.data_dir, self.train_dir, self.test_dir):
+            # a symlink loop or a broken link: said as what it is (resolving it for the run's name was a traceback)
+            if folder is not None and os.path.lexists(folder) and not os.path.exists(folder):
+                raise DataError(f"{file_problem(Path(folder))}; expected a data folder", path=folder)
 
     @property
     def split_folders(self) -> bool:

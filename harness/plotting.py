@@ -6,8 +6,11 @@ matplotlib is imported inside the functions (Agg backend: no screen needed).
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import os
 import re
+import shutil
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.leaderboard import Run, build_tables
+from core.errors import HarnessError, OutputError
+from core.files import STAGED_SUFFIX, is_write_error, staging_folder
+from harness.leaderboard import Run, build_tables, escape
 from harness.metrics.linking import det_curve
-from harness.results import read_details
 
 STYLE = {
     "figure.figsize": (4.6, 3.6),
@@ -55,7 +59,7 @@ def save_figure(fig: Any, out_dir: Path, stem: str, header: Sequence[str], rows:
     with open(paths[2], "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows(rows)
+        writer.writerows(escape.csv_row(row) for row in rows)  # a system name must not be a spreadsheet formula
     return paths
 
 
@@ -75,7 +79,7 @@ def _legend(fig: Any, ax: Any, entries: int) -> None:
 
 
 def _verification_trials(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
-    details = read_details(run.path)
+    details = run.result.details()  # checked against the checksum its result recorded
     if not details or not {"value", "same"} <= details[0].keys():
         return None
     return (
@@ -215,9 +219,41 @@ def plot_parameter_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     return written
 
 
-def plot_all(runs: Sequence[Run], out_dir: Path) -> list[Path]:
-    """Every figure the runs allow: ROC/DET of verification tasks, parameter figures, linking curves."""
-    written = plot_verification_curves(runs, out_dir)
-    written += plot_parameter_figures(runs, out_dir)
-    written += plot_linking_curves(runs, out_dir)
-    return written
+def plot_all(runs: Sequence[Run], out_dir: Path, *, overwrite: bool = False) -> list[Path]:
+    """Every figure the runs allow: ROC/DET of verification tasks, parameter figures, linking curves.
+
+    The figures are drawn into a staging folder inside `out_dir`, then moved into place: unless `overwrite`, a file
+    of the same name already in `out_dir` (an earlier plot's figure) is refused, in one line naming it, before any
+    file there is replaced (as `harness report`, `score` and `predict` refuse). A full disk is an OutputError, and
+    leaves `out_dir` as it was.
+    """
+    for run in runs:  # an edited details file is refused before the first figure is written
+        run.result.check_details()
+    out_dir = Path(out_dir)
+    made = [folder for folder in (out_dir, *out_dir.parents) if not os.path.lexists(folder)]  # removed if unused
+    targets: list[Path] = []
+    try:
+        staging = staging_folder(out_dir / "figures", STAGED_SUFFIX)
+    except OSError as error:
+        raise OutputError(out_dir, error) from None
+    try:
+        drawn = plot_verification_curves(runs, staging)
+        drawn += plot_parameter_figures(runs, staging)
+        drawn += plot_linking_curves(runs, staging)
+        targets = [out_dir / path.name for path in drawn]
+        existing = [target for target in targets if os.path.lexists(target)]
+        if existing and not overwrite:
+            more = f" (and {len(existing) - 1} more of these figures' files)" if len(existing) > 1 else ""
+            raise HarnessError(f"{existing[0]} exists{more}; pass --overwrite to replace it")
+        for path, target in zip(drawn, targets, strict=True):
+            os.replace(path, target)
+    except OSError as error:
+        if not is_write_error(error, staging, out_dir):
+            raise
+        raise OutputError(out_dir, error) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        for folder in made:  # nothing drawn, or refused: the folders made for the staging go again
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+    return targets

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from core.errors import HarnessError
 from core.files import atomic_write
-from harness.leaderboard import FORMATS, build_tables, find_runs, render
+from harness.leaderboard import FORMATS, build_tables, escape, find_runs, render
 from harness.plotting import plot_all
 from harness.report_html import render_html
 
@@ -20,6 +20,8 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
     if out_dir.exists() and any(out_dir.iterdir()):
         raise HarnessError(f"{out_dir} is not empty; choose a new folder for the report")
     runs = find_runs(results)
+    for run in runs:  # an edited details file is refused before the first file is written
+        run.result.check_details()
     tables = build_tables(runs, ci=ci, significance=significance, resamples=resamples)
     table_files = []
     for fmt in FORMATS:
@@ -30,7 +32,7 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
         table_files.append(path)
     plots = plot_all(runs, out_dir / "plots")
 
-    lines = ["# Results report", "", f"{len(runs)} runs from: " + ", ".join(f"`{p}`" for p in results), ""]
+    lines = ["# Results report", "", f"{len(runs)} runs from: " + ", ".join(map(escape.markdown_code, results)), ""]
     lines += ["One page with the figures inside and each run's provenance: [index.html](index.html)", ""]
     lines += ["## Leaderboards", "", render(tables, "markdown"), "Tables as files: "]
     lines += [", ".join(f"[{p.name}]({p.relative_to(out_dir)})" for p in table_files), ""]
@@ -38,8 +40,8 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
     if pngs:
         lines += ["## Figures", ""]
         for png in pngs:
-            rel = png.relative_to(out_dir)
-            lines += [f"### {png.stem}", "", f"![{png.stem}]({rel})", "", f"PDF: `{rel.with_suffix('.pdf')}`, "
+            rel, stem = png.relative_to(out_dir), escape.markdown(png.stem)  # the stem holds a task name
+            lines += [f"### {stem}", "", f"![{stem}]({rel})", "", f"PDF: `{rel.with_suffix('.pdf')}`, "
                       f"numbers: `{rel.with_suffix('.csv')}`", ""]  # fmt: skip
     with atomic_write(out_dir / "index.html") as handle:
         handle.write(render_html(tables, pngs, sources=results))

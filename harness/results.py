@@ -6,12 +6,13 @@ elsewhere (a PAN submission); `harness leaderboard`, `plot` and `report` read th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from core.errors import HarnessError
+from core.errors import DataError, HarnessError
 from core.files import read_jsonl, write_json, write_jsonl
 from harness.metrics.table import higher_is_better
 from harness.provenance import environment
@@ -71,14 +72,27 @@ def build_result(
 
 
 def write_result(run_dir: Path, result: dict[str, Any], details: list[dict[str, Any]]) -> None:
-    """Write details.jsonl, then result.json last: its presence marks a finished run."""
-    write_details(run_dir, details)
+    """Write details.jsonl, then result.json last (its presence marks a finished run), recording the details'
+    checksum in `result["details"]["checksum"]`."""
+    result.setdefault("details", {})["checksum"] = write_details(run_dir, details)
     write_result_file(run_dir, result)
 
 
-def write_details(run_dir: Path, details: list[dict[str, Any]]) -> None:
-    """details.jsonl: the per-problem or per-query rows that confidence intervals resample."""
-    write_jsonl(Path(run_dir) / DETAILS_NAME, details)
+def write_details(run_dir: Path, details: list[dict[str, Any]]) -> str:
+    """details.jsonl: the per-problem or per-query rows that confidence intervals resample; returns its checksum,
+    for the result's `details.checksum` (`read_details` refuses a details file that no longer matches it)."""
+    path = Path(run_dir) / DETAILS_NAME
+    write_jsonl(path, details)
+    return details_checksum(path)
+
+
+def details_checksum(path: Path) -> str:
+    """The checksum "sha256:<hex>" of a details file's bytes (the hex is what `sha256sum details.jsonl` prints)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
 
 
 def write_result_file(run_dir: Path, result: dict[str, Any]) -> None:
@@ -93,6 +107,8 @@ def read_result(path: Path) -> dict[str, Any]:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise HarnessError(f"{path}: cannot read this result file ({exc})") from None
+    except RecursionError:
+        raise HarnessError(f"{path}: cannot read this result file (JSON nested too deep to read)") from None
     if not isinstance(result, dict) or "schema_version" not in result or "scores" not in result:
         raise HarnessError(f"{path}: not a harness result file (no schema_version/scores)")
     if result["schema_version"] > RESULT_SCHEMA_VERSION:
@@ -100,11 +116,30 @@ def read_result(path: Path) -> dict[str, Any]:
     return result
 
 
-def read_details(result_path: Path) -> list[dict[str, Any]]:
-    """The per-problem or per-query rows stored beside a result."""
+def read_details(result_path: Path, checksum: str | None = None) -> list[dict[str, Any]]:
+    """The per-problem or per-query rows stored beside a result.
+
+    With `checksum` (the result's `details.checksum`) a details file whose bytes no longer match it (edited or
+    replaced after the run) is refused in one line (a DataError) naming it; None reads it unchecked, for results
+    written before the checksum was recorded (`harness.run_result.RunResult.details` says so in a warning).
+    """
     path = Path(result_path).parent / DETAILS_NAME
     if not path.is_file():
         raise HarnessError(f"{path}: missing; the run's per-item details are needed for this")
+    if checksum is not None:
+        check_details(result_path, checksum)
     if path.stat().st_size == 0:
         return []
     return [row for _, row in read_jsonl(path)]  # a malformed line is a one-line error naming file and line
+
+
+def check_details(result_path: Path, checksum: str) -> None:
+    """A DataError, in one line naming it, where the details.jsonl beside a result is not the one whose `checksum`
+    the result recorded (edited or replaced after the run); a missing details file is left to `read_details`."""
+    path = Path(result_path).parent / DETAILS_NAME
+    if path.is_file() and details_checksum(path) != checksum:
+        raise DataError(
+            f"its sha256 differs from the one {Path(result_path).name} recorded ({checksum[:23]}...): edited or "
+            "replaced after the run; restore it or run again",
+            path=path,
+        )

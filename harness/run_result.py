@@ -8,6 +8,7 @@ an empty default. A field of the wrong type is refused in one line naming the fi
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +16,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from core.errors import HarnessError
-from harness.results import read_result
+from harness.results import DETAILS_NAME, check_details, read_details, read_result
+
+logger = logging.getLogger("harness")
+_UNCHECKED_WARNED: set[Path] = set()  # results whose unchecked details were warned about
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,9 @@ class RunResult:
     plot_parameters: tuple[str, ...]  # what `harness plot` draws the main score against
     evaluator: str | None
     measure_settings: Mapping[str, Any]
-    data_checksums: Mapping[str, str | None]  # split -> checksum of its data: the data's identity
+    data_checksums: Mapping[str, str | None]  # split -> checksum of its files (older results: the data's identity)
+    test_truth_checksum: str | None  # the test truth's identity (core.records.truth_checksum); None in older results
+    test_truth_only: bool  # recorded from a truth file alone (`harness score --record`): no checksum of the problems
     test_corpus: str | None  # the test split's folder name, which published results name
     format_sample: bool  # the project's format sample, not real data
     system_name: str
@@ -42,6 +48,7 @@ class RunResult:
     seed: int | None
     scores: Mapping[str, Any]  # as recorded: a hand-edited file may hold null or NaN
     details_count: int | None
+    details_checksum: str | None  # of details.jsonl, as written; None in results written before it was recorded
     curves: Mapping[str, Any]
     fingerprint: str | None
     created: str | None
@@ -52,6 +59,30 @@ class RunResult:
     def folder(self) -> Path:
         """The run folder: where result.json, details.jsonl and the checkpoint lie."""
         return self.path.parent
+
+    def details(self) -> list[dict[str, Any]]:
+        """The run's per-item rows (details.jsonl), checked against the checksum its result recorded.
+
+        A details file that differs from it is refused in one line naming the file (harness.results.read_details).
+        Results written before the checksum was recorded (no `details.checksum`) are still read, unchecked, with a
+        warning (once per file).
+        """
+        if self.details_checksum is None and self.path not in _UNCHECKED_WARNED:
+            _UNCHECKED_WARNED.add(self.path)
+            logger.warning(
+                "%s records no checksum of its %s (written before checksums were recorded); read unchecked",
+                self.path,
+                DETAILS_NAME,
+            )
+        return read_details(self.path, self.details_checksum)
+
+    def check_details(self) -> None:
+        """Refuse (one line naming it) a details.jsonl that differs from the checksum recorded; unread otherwise.
+
+        For commands that write several files from the details: they check every run before writing the first.
+        """
+        if self.details_checksum is not None:
+            check_details(self.path, self.details_checksum)
 
     def score(self, name: str) -> float:
         """A score as a float; NaN where it is missing, null or not a number (never a crash on a hand-edited file)."""
@@ -86,6 +117,8 @@ def as_run_result(path: Path, raw: Mapping[str, Any]) -> RunResult:
         evaluator=fields.optional(task, "task", "evaluator", str),
         measure_settings=fields.section("task", "measure_settings"),
         data_checksums={split: part.get("checksum") for split, part in splits.items()},
+        test_truth_checksum=fields.optional(splits.get("test", {}), "task.data.test", "truth_checksum", str),
+        test_truth_only=splits.get("test", {}).get("truth_only") is True,
         test_corpus=_text_or_none(splits.get("test", {}).get("corpus")),
         format_sample=data.get("format_sample") is True,
         system_name=fields.text(system, "system", "name"),
@@ -94,6 +127,7 @@ def as_run_result(path: Path, raw: Mapping[str, Any]) -> RunResult:
         seed=fields.optional(fields.section("seeds"), "seeds", "seed", int),
         scores=fields.section("scores"),
         details_count=fields.optional(fields.section("details"), "details", "count", int),
+        details_checksum=fields.optional(fields.section("details"), "details", "checksum", str),
         curves=fields.section("curves"),
         fingerprint=fields.optional(raw, "", "fingerprint", str),
         created=fields.optional(raw, "", "created", str),

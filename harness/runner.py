@@ -192,7 +192,7 @@ def run(
                 fingerprint=fingerprint,
                 command=sys.argv,
             )
-            write_details(work_dir, evaluation.details)
+            result["details"]["checksum"] = write_details(work_dir, evaluation.details)
             set_aside = _swap_in(work_dir, run_dir) if work_dir != run_dir else None
         except BaseException:
             if work_dir != run_dir:
@@ -230,6 +230,9 @@ def _load_data(task: Any, data: DataLocation, timings: dict[str, float]) -> tupl
         test = data.load(task, "test")
     if data.format_sample:
         logger.warning("%s is a format sample the project wrote, not real data: its scores mean nothing", data.label)
+    check = getattr(task, "check_splits", None)  # harness.task.SplitCheck: what cannot be scored, refused now
+    if check is not None:
+        check(train, test)
     return train, test, split_overlap(task, train, test)
 
 
@@ -277,11 +280,19 @@ def _evaluate(task: Any, system: Any, test: Any, work_dir: Path, timings: dict[s
 
 
 def _split_records(train: Any, test: Any) -> dict[str, Any]:
-    """The `train` and `test` parts of the record's `task.data`: checksum, size, and the test corpus."""
+    """The `train` and `test` parts of the record's `task.data`: checksum, size, the test truth's checksum and
+    corpus."""
     return {
         "train": {"checksum": train.checksum, "size": _size(train)},
-        "test": {"checksum": test.checksum, "size": _size(test), **_corpus(test)},
+        "test": {"checksum": test.checksum, **_truth_checksum(test), "size": _size(test), **_corpus(test)},
     }
+
+
+def _truth_checksum(data: Any) -> dict[str, str]:
+    """`{"truth_checksum": ...}` where the split has one (core.records.truth_checksum: the PAN tasks' truth), the
+    test data's identity that `harness score --record` records too, so leaderboards can compare the two."""
+    checksum = getattr(data, "truth_checksum", None)
+    return {"truth_checksum": checksum} if isinstance(checksum, str) else {}
 
 
 def _system_record(system_name: str, system: Any, work_dir: Path) -> dict[str, Any]:

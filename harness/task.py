@@ -84,6 +84,7 @@ class Task(Protocol):
 
     # Optional (see `SplitOverlap`): `overlap(train, test) -> dict[str, int]`, counts of what the two
     # loaded splits share (e.g. texts); `harness run` records them and warns when one is not zero.
+    # Optional (see `SplitCheck`): `check_splits(train, test) -> None`, refusing splits it cannot score.
 
 
 @runtime_checkable
@@ -97,6 +98,19 @@ class SplitOverlap(Protocol):
 
     def overlap(self, train: Any, test: Any) -> dict[str, int]:
         """Counts named by what they count (e.g. `shared_texts`); zero everywhere means no overlap."""
+        ...
+
+
+@runtime_checkable
+class SplitCheck(Protocol):
+    """An optional method of a `Task`: refuse loaded splits it cannot score, before any system is fitted.
+
+    `harness run` calls it right after loading both splits (and warnings it logs appear there too): a fit can take
+    hours, and a test split without anything to score, found only by `evaluate`, wastes them.
+    """
+
+    def check_splits(self, train: Any, test: Any) -> None:
+        """A DataError (one line naming the split's source) where the splits cannot give a score; else None."""
         ...
 
 

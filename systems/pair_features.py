@@ -70,6 +70,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.progress import pbar
 from core.records import VerificationData, VerificationProblem
+from harness.seeding import legacy_seed
 from toolkit.calibration import cross_fitted_folds, objective_function
 from toolkit.verifier import CalibratedVerifier, require_both_classes
 
@@ -390,9 +391,9 @@ class PairFeatures(CalibratedVerifier):
             return TreeArrays(np.array([-1]), np.array([-1]), np.array([-2]), np.array([-2.0]), [float(labels[0])])
         options = {"criterion": criterion, "max_depth": depth, "min_samples_leaf": self.min_samples_leaf}
         if self.trees == 1:
-            model: Any = DecisionTreeClassifier(**options, random_state=seed)
+            model: Any = DecisionTreeClassifier(**options, random_state=legacy_seed(seed))
         else:
-            model = RandomForestClassifier(n_estimators=self.trees, **options, random_state=seed, n_jobs=1)
+            model = RandomForestClassifier(n_estimators=self.trees, **options, random_state=legacy_seed(seed), n_jobs=1)
         return TreeArrays.from_sklearn(model.fit(x, labels))
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:

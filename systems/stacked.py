@@ -58,6 +58,7 @@ import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem
+from harness.seeding import legacy_seed
 from toolkit.calibration import cross_fitted_folds, objective_function
 from toolkit.verifier import CalibratedVerifier, check_folds, require_both_classes
 
@@ -219,7 +220,7 @@ class StackedEnsemble(CalibratedVerifier):
         if not self.non_negative:
             from sklearn.linear_model import LogisticRegression
 
-            model = LogisticRegression(C=self.meta_c, random_state=seed).fit(x, y)
+            model = LogisticRegression(C=self.meta_c, random_state=legacy_seed(seed)).fit(x, y)
             return model.coef_[0].astype(np.float64), float(model.intercept_[0])
         return _non_negative_logistic(x, y, self.meta_c)
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from core.errors import HarnessError
+from core.errors import HarnessError, OutputError
 from core.files import staged_folder
 from harness.runtime import RUNTIME_SETTINGS
 
@@ -52,12 +53,28 @@ def save_checkpoint(
         config: dict[str, Any] = {"format": CHECKPOINT_FORMAT, "system": system, "params": params, "state": state}
         checksums = {CONTENT_CHECKSUM: _content_checksum(json.loads(json.dumps(config)))}
         if arrays:
-            save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(staging / WEIGHTS_NAME))
+            try:
+                save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(staging / WEIGHTS_NAME))
+            except Exception as error:  # noqa: BLE001 - safetensors reports the OS refusing a write as its own error
+                raise _weights_not_written(Path(directory) / WEIGHTS_NAME, error) from None
             checksums[WEIGHTS_NAME] = _file_checksum(staging / WEIGHTS_NAME)
         config[CHECKSUMS_KEY] = checksums
-        (staging / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+        try:
+            (staging / CONFIG_NAME).write_text(text, encoding="utf-8")
+        except OSError as error:  # a full disk: one line naming the file (staged_folder removes the staging)
+            raise OutputError(Path(directory) / CONFIG_NAME, error) from None
         for written in staging.iterdir():  # safetensors writes its file private (0600); give what open() gives
             os.chmod(written, 0o666 & ~umask)
+
+
+def _weights_not_written(path: Path, error: Exception) -> Exception:
+    """The OutputError for safetensors failing to write `path`: it words the OS's error as "... (os error 28)"."""
+    found = re.search(r"\(os error (\d+)\)", str(error))
+    if found is None:
+        return error
+    code = int(found.group(1))
+    return OutputError(path, OSError(code, os.strerror(code)))
 
 
 def load_checkpoint(directory: Path, *, system: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:

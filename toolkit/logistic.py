@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from harness.seeding import legacy_seed
+
 
 class StandardisedLogistic(NamedTuple):
     """Feature means and scales, weights and intercept: p = sigmoid(((x - mean) / scale) . coef + intercept)."""
@@ -54,5 +56,5 @@ def fit_standardised_logistic(
     if labels.all() or not labels.any():  # e.g. a cross-fitting fold that holds one class
         rate = float(np.clip(labels.mean(), 1e-6, 1 - 1e-6))
         return StandardisedLogistic(mean, scale, np.zeros(x.shape[1]), float(np.log(rate / (1 - rate))))
-    model = LogisticRegression(random_state=seed, max_iter=max_iter).fit((x - mean) / scale, labels)
+    model = LogisticRegression(random_state=legacy_seed(seed), max_iter=max_iter).fit((x - mean) / scale, labels)
     return StandardisedLogistic(mean, scale, np.asarray(model.coef_[0], dtype=np.float64), float(model.intercept_[0]))

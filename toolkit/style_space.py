@@ -28,6 +28,7 @@ from scipy import sparse
 
 from core.errors import HarnessError
 from core.progress import Progress
+from harness.seeding import legacy_seed
 from toolkit.tfidf import WORD_TOKEN_PATTERN, TfidfModel
 
 CHAR_ANALYZER: dict[str, Any] = {"analyzer": "char", "ngram_range": (1, 4), "lowercase": False}
@@ -129,7 +130,7 @@ def fit_basis(
     word = TfidfModel.fit(texts, analyzer=WORD_ANALYZER, max_features=word_features, **options)
     matrix = sparse.vstack([tfidf_rows(char, word, texts[i : i + BATCH]) for i in range(0, len(texts), BATCH)])
     dimensions = min(dimensions, len(texts) - 1, matrix.shape[1] - 1)
-    svd = TruncatedSVD(n_components=dimensions, random_state=seed).fit(matrix)
+    svd = TruncatedSVD(n_components=dimensions, random_state=legacy_seed(seed)).fit(matrix)
     logger.info(
         "%s: vocabulary and %d-dimensional basis from %d texts, took %.0fs",
         label, dimensions, len(texts), time.perf_counter() - started,

@@ -17,10 +17,11 @@ def header_cells(table: Table) -> list[str]:
     return header
 
 
-def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str, italic: str = "{}") -> list[str]:
-    """One table row as text cells; `bold` is a format string such as "**{}**", `italic` marks published rows."""
+def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str) -> list[str]:
+    """One table row as text cells; `bold` is a format string such as "**{}**". The first cell, the row's
+    label, is the name as it is: each format escapes it (and marks a published row) its own way."""
     if row.source is not None:  # a published result: marked, never bolded as best, no interval or test
-        cells = [italic.format(row.label), "published"]
+        cells = [row.label, "published"]
         cells += [f"{row.mean[m]:.{digits}f}" if m in row.mean else dash for m in table.measures]
         cells += [dash] * (any(r.ci for r in table.rows) + any(r.p_value is not None for r in table.rows))
         return cells

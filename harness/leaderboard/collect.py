@@ -12,7 +12,6 @@ import hashlib
 import json
 import logging
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -59,10 +58,6 @@ class Run:
         if not result.fingerprint:
             key |= {"scores": result.scores, "created": result.created}
         return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode("utf-8")).hexdigest()
-
-    @property
-    def data_key(self) -> tuple[str, str]:
-        return self.result.task_version, self.result.data_checksums.get("test") or "?"
 
 
 def find_runs(paths: Iterable[Path]) -> list[Run]:
@@ -123,21 +118,60 @@ def unique_runs(runs: Iterable[Run]) -> list[Run]:
 
 
 def refuse_mixed(task_name: str, runs: Sequence[Run]) -> None:
-    """A HarnessError naming the runs where runs of one table differ in task version or test data."""
-    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in runs:
-        groups[run.data_key].append(run)
+    """A HarnessError naming the runs where runs of one table differ in task version or test data
+    (`same_test_data`)."""
+    groups: list[list[Run]] = []
+    for run in runs:  # one group holds runs that all pairwise agree: a second group means two runs disagree
+        group = next((g for g in groups if all(same_test_data(run.result, other.result) for other in g)), None)
+        if group is None:
+            groups.append([run])
+        else:
+            group.append(run)
     if len(groups) > 1:
         lines = [
-            f"  version {version}, test data {checksum[:23]}...: "
+            f"  version {group[0].result.task_version}, {_test_data_label(group[0].result)}: "
             + ", ".join(str(run.path) for run in group[:3])
             + (f" and {len(group) - 3} more" if len(group) > 3 else "")
-            for (version, checksum), group in groups.items()
+            for group in groups
         ]
+        if any(not run.result.test_truth_checksum for run in runs) and any(run.result.test_truth_only for run in runs):
+            lines.append(
+                "  (a result written before truth checksums were recorded is compared by its files' checksum, which "
+                "a `harness score --record` result never shares with a run: run or record it again)"
+            )
         raise HarnessError(
             f"task {task_name}: the runs differ in task version or test data and cannot share a table:\n"
             + "\n".join(lines)
         )
+
+
+def same_test_data(a: RunResult, b: RunResult) -> bool:
+    """Whether two results are of one task version and were scored on the same test data.
+
+    The test data's identity is its truth's checksum (`task.data.test.truth_checksum`, core.records.truth_checksum),
+    which a run (`harness run`, from the test folder) and a recorded answers file (`harness score --record`, from
+    the truth file) both record: so a PAN submission stands beside runs on the same test data. Two runs (neither
+    recorded from a truth file alone) must also agree on the checksum of the test files they read, so runs on the
+    same truth but other problems (texts changed, say) never share a table. A result written before the truth
+    checksum was recorded is compared as then: by the checksum of its test files ("?" where it has none).
+    """
+    if a.task_version != b.task_version:
+        return False
+    a_files, b_files = a.data_checksums.get("test") or "?", b.data_checksums.get("test") or "?"
+    if a.test_truth_checksum and b.test_truth_checksum:
+        if a.test_truth_checksum != b.test_truth_checksum:
+            return False
+        return a.test_truth_only or b.test_truth_only or a_files == b_files
+    return a_files == b_files
+
+
+def _test_data_label(result: RunResult) -> str:
+    """How a refusal names a result's test data: its truth checksum, and the checksum of its files for a run."""
+    files = result.data_checksums.get("test") or "?"
+    if not result.test_truth_checksum:
+        return f"test data {files[:23]}..."
+    truth = f"test truth {result.test_truth_checksum[:23]}..."
+    return truth + ("" if result.test_truth_only else f", files {files[:23]}...")
 
 
 def listed(paths: Sequence[Path]) -> str:

@@ -1,7 +1,7 @@
 """Leaderboard tables as text: Markdown, LaTeX (booktabs), CSV and JSON.
 
 Published rows follow a table's rows, marked "published"; a verification table with a type-pair breakdown
-gets its second table after the first, in every format.
+gets its second table after the first, in every format. Every name in them goes through `escape` for its format.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.errors import HarnessError
+from harness.leaderboard import escape
 from harness.leaderboard.cells import (
     header_cells,
     pair_header_cells,
@@ -39,32 +40,26 @@ def _markdown(tables: Sequence[Table], digits: int) -> str:
     for table in tables:
         direction = ", ".join(f"{m} lower is better" for m in table.measures if m in table.lower_is_better)
         facts = [f"version {table.version}", f"main score {table.main}"] + ([direction] if direction else [])
-        out.append(f"### {table.task} ({'; '.join(facts)})\n")
-        header = header_cells(table)
+        title = f"{table.task} ({'; '.join(facts)})"
+        out.append(f"### {escape.markdown(title)}\n")
+        header = [escape.markdown(cell) for cell in header_cells(table)]
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
         for row in [*table.rows, *table.published]:
-            cells = row_cells(table, row, digits, pm="±", bold="**{}**", dash="-", italic="_{}_")
+            cells = row_cells(table, row, digits, pm="±", bold="**{}**", dash="-")
+            cells[0] = escape.markdown(cells[0]) if row.source is None else f"_{escape.markdown(cells[0])}_"
             out.append("| " + " | ".join(cells) + " |")
-        out.extend(["", *table.notes, *source_lines(table), ""])
+        out.extend(["", *map(escape.markdown, [*table.notes, *source_lines(table)]), ""])
         if table.type_pairs:
-            header = pair_header_cells(table)
-            out.append(f"#### {pair_title(table)}\n")
+            header = [escape.markdown(cell) for cell in pair_header_cells(table)]
+            out.append(f"#### {escape.markdown(pair_title(table))}\n")
             out.append("| " + " | ".join(header) + " |")
             out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
             for row in table.rows:
                 cells = pair_row_cells(table, row, digits, pm="±", bold="**{}**", dash="-")
-                out.append("| " + " | ".join(cells) + " |")
-            out.extend(["", *table.pair_notes, ""])
+                out.append("| " + " | ".join([escape.markdown(cells[0]), *cells[1:]]) + " |")
+            out.extend(["", *map(escape.markdown, table.pair_notes), ""])
     return "\n".join(out)
-
-
-_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}  # fmt: skip
-
-
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIALS.get(char, char) for char in text)
 
 
 def _latex(tables: Sequence[Table], digits: int) -> str:
@@ -73,23 +68,23 @@ def _latex(tables: Sequence[Table], digits: int) -> str:
         header = header_cells(table)
         out.append("\\begin{table}[t]\n\\centering")
         caption = f"{table.task} (version {table.version}); rows sorted by {table.main}; best value in bold."
-        out.append(f"\\caption{{{latex_escape(caption)}}}")
+        out.append(f"\\caption{{{escape.latex(caption)}}}")
         out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
-        out.append(" & ".join(latex_escape(h) for h in header) + " \\\\\n\\midrule")
+        out.append(" & ".join(escape.latex(h) for h in header) + " \\\\\n\\midrule")
         for row in table.rows:
             cells = row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
-            cells[0] = latex_escape(cells[0])
-            out.append(" & ".join(cell.replace("*", "$^{*}$") for cell in cells) + " \\\\")
+            numbers = [cell.replace("*", "$^{*}$") for cell in cells[1:]]  # the p-value's mark; a name keeps its *
+            out.append(" & ".join([escape.latex(cells[0]), *numbers]) + " \\\\")
         if table.published:
             out.append("\\midrule")
             for row in table.published:
                 cells = row_cells(table, row, digits, pm="$\\pm$", bold="{}", dash="--")
-                cells[0] = "\\textit{" + latex_escape(cells[0]) + "}"
+                cells[0] = "\\textit{" + escape.latex(cells[0]) + "}"
                 out.append(" & ".join(cells) + " \\\\")
         out.append("\\bottomrule\n\\end{tabular}")
         if table.notes:
             notes = " ".join([*table.notes, *source_lines(table)])
-            out.append("\\\\[2pt]{\\footnotesize " + latex_escape(notes) + "}")
+            out.append("\\\\[2pt]{\\footnotesize " + escape.latex(notes) + "}")
         out.append("\\end{table}\n")
         if table.type_pairs:
             out.append(_latex_pairs(table, digits))
@@ -98,24 +93,20 @@ def _latex(tables: Sequence[Table], digits: int) -> str:
 
 def _latex_pairs(table: Table, digits: int) -> str:
     header = pair_header_cells(table)
-    out = ["\\begin{table}[t]\n\\centering", f"\\caption{{{latex_escape(pair_title(table))}.}}"]
+    out = ["\\begin{table}[t]\n\\centering", f"\\caption{{{escape.latex(pair_title(table))}.}}"]
     out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
-    out.append(" & ".join(latex_escape(h) for h in header) + " \\\\\n\\midrule")
+    out.append(" & ".join(escape.latex(h) for h in header) + " \\\\\n\\midrule")
     for row in table.rows:
         cells = pair_row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
-        out.append(" & ".join([latex_escape(cells[0]), *cells[1:]]) + " \\\\")
+        out.append(" & ".join([escape.latex(cells[0]), *cells[1:]]) + " \\\\")
     out.append("\\bottomrule\n\\end{tabular}")
-    out.append("\\\\[2pt]{\\footnotesize " + latex_escape(" ".join(table.pair_notes)) + "}")
+    out.append("\\\\[2pt]{\\footnotesize " + escape.latex(" ".join(table.pair_notes)) + "}")
     out.append("\\end{table}\n")
     return "\n".join(out)
 
 
 def _csv(tables: Sequence[Table], digits: int) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(
-        ["task", "version", "system", "runs", "measure", "mean", "std", "ci_low", "ci_high", "p_vs_best", "published"]
-    )
+    rows: list[list[Any]] = []
     for table in tables:
         for row in table.rows:
             for measure in table.measures:
@@ -124,18 +115,24 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                 is_main = measure == table.main
                 ci = row.ci if (is_main and row.ci) else (None, None)
                 p = row.p_value if is_main else None
-                writer.writerow([table.task, table.version, row.label, len(row.runs), measure,
-                                 repr(row.mean[measure]), repr(row.std[measure]), ci[0], ci[1], p, None])  # fmt: skip
+                rows.append([table.task, table.version, row.label, len(row.runs), measure,
+                             row.mean[measure], row.std[measure], ci[0], ci[1], p, None])  # fmt: skip
         for row in table.published:
             for measure in table.measures:
                 if measure in row.mean:
-                    writer.writerow([table.task, table.version, row.label, 0, measure, repr(row.mean[measure]),
-                                     None, None, None, None, row.source])  # fmt: skip
+                    rows.append([table.task, table.version, row.label, 0, measure, row.mean[measure],
+                                 None, None, None, None, row.source])  # fmt: skip
         for row in table.rows:  # the breakdown: the main score of each type pair, named as result.json names it
             for pair in table.type_pairs:
-                mean, std = repr(row.pair_mean[pair]), repr(row.pair_std[pair])
-                writer.writerow([table.task, table.version, row.label, len(row.runs), f"{pair}/{table.main}",
-                                 mean, std, None, None, None, None])  # fmt: skip
+                rows.append([table.task, table.version, row.label, len(row.runs), f"{pair}/{table.main}",
+                             row.pair_mean[pair], row.pair_std[pair], None, None, None, None])  # fmt: skip
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(
+        ["task", "version", "system", "runs", "measure", "mean", "std", "ci_low", "ci_high", "p_vs_best", "published"]
+    )
+    # numbers stay floats (csv writes their repr); names, which could start a formula, go through `csv_row`
+    writer.writerows(escape.csv_row(row) for row in rows)
     return buffer.getvalue()
 
 

@@ -17,7 +17,6 @@ from harness.item_statistics import (
 )
 from harness.leaderboard.collect import Run
 from harness.leaderboard.table import Table
-from harness.results import read_details
 
 SIGNIFICANCE_LEVEL = 0.05
 
@@ -56,7 +55,7 @@ def add_significance(table: Table, *, rounds: int, seed: int) -> None:
 
 
 def _columns_of(run: Run) -> tuple[list[str], Columns]:
-    details = read_details(run.path)
+    details = run.result.details()  # checked against the checksum its result recorded
     return item_ids(details), columns(details)
 
 

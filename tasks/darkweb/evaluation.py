@@ -183,6 +183,34 @@ def evaluate_embeddings(
     return Evaluation(scores=scores, details=details, settings=settings)
 
 
+def queries_with_a_match(
+    episodes: Sequence[Episode],
+    *,
+    query_sample: int | None = None,
+    query_seed: int = 0,
+    protocol: str = DEFAULT_PROTOCOL,
+) -> int:
+    """How many of the within-market queries `evaluate_embeddings` would rank have a candidate by their author
+    (under "thread-disjoint", one outside the query's threads). Needs no embeddings, so a split with none, which
+    `evaluate_embeddings` refuses, is found before a system is fitted."""
+    markets = np.array([e.market for e in episodes])
+    authors = np.array([e.author for e in episodes])
+    threads = episode_threads(episodes) if protocol == "thread-disjoint" else None
+    queries = set(sample_queries(np.arange(len(episodes)), query_sample, query_seed).tolist())
+    found = 0
+    for market in sorted(set(markets.tolist())):
+        items = np.flatnonzero(markets == market)
+        chosen = np.array([i for i in items if i in queries], dtype=np.int64)
+        if chosen.size == 0:
+            continue
+        per_author = Counter(authors[items].tolist())
+        others = np.array([per_author[author] for author in authors[chosen].tolist()], dtype=np.int64) - 1
+        if threads is not None:
+            others -= np.asarray(_same_label_thread_pairs(chosen, items, authors, threads).sum(axis=1)).ravel()
+        found += int((others > 0).sum())
+    return found
+
+
 def _thread_disjoint_ranks(
     emb: np.ndarray,
     queries: np.ndarray,

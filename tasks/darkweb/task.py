@@ -22,7 +22,7 @@ from core.errors import DataError, HarnessError
 from core.files import sha256_files
 from harness.task import Evaluation, TaskMetadata
 from tasks.darkweb.episodes import EPISODE_LENGTHS, EpisodeIndex, EpisodeRows, episode_index, time_split_rows
-from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embeddings
+from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embeddings, queries_with_a_match
 from tasks.darkweb.records import DarkwebData, Episode
 from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
 from tasks.forum.post_table import PostRows, PostTable, open_post_table
@@ -150,6 +150,29 @@ class DarkwebTask:
             query_seed=self.query_seed,
             protocol=self.protocol,
             heldout=self.heldout_rule(data),
+        )
+
+    def check_splits(self, train: DarkwebData, test: DarkwebData) -> None:
+        """Refuse, before any fitting, splits this task cannot score (`harness.task.SplitCheck`): a training split
+        without episodes, or a test split where no query has another episode by its author to find (too few posts
+        per author, or under the thread-disjoint protocol all of an author's episodes in the same threads)."""
+        if not len(train.episodes):
+            raise DataError(
+                f"the training split has no episodes of {self.episode_length} posts by authors with at least "
+                f"{self.min_posts} posts in a market; nothing to fit on: give more posts",
+                path=train.source,
+            )
+        if queries_with_a_match(
+            test.episodes, query_sample=self.query_sample, query_seed=self.query_seed, protocol=self.protocol
+        ):
+            return
+        episodes, authors = len(test.episodes), len({episode.author for episode in test.episodes})
+        where = " outside the query's threads" if self.protocol == "thread-disjoint" else ""
+        raise DataError(
+            f"the test split cannot be scored: none of its {episodes} episodes ({authors} authors) has another "
+            f"episode by its author in its market{where}, so no query has an answer to find; give more posts per "
+            "author (or a smaller --task-param episode_length)",
+            path=test.source,
         )
 
     def heldout_rule(self, data: DarkwebData) -> Callable[[str, str, str], bool]:

@@ -119,28 +119,55 @@ def draw_pairs(texts: Sequence[SourceText], rules: PairRules, source: Path) -> B
     rules.check()
     kept, dropped_texts = candidate_texts(texts, rules.min_chars)
     kept, dropped_authors = pairable_authors(kept, rules.cross_share)
+    reasons = ", ".join(f"{n} {why}" for why, n in sorted((dropped_authors + dropped_texts).items()))
+    fixes = _fixes(dropped_texts, dropped_authors, rules)
     if not kept:
-        reasons = ", ".join(f"{n} {why}" for why, n in sorted((dropped_authors + dropped_texts).items()))
-        hint = "; a lower cross_share allows pairs of one discourse type" if rules.cross_share == 1 else ""
-        raise DataError(f"no author has two texts that can form a pair ({reasons}){hint}", path=source, field="author")
+        raise DataError(
+            f"no author has two texts that can form a pair ({reasons}){fixes or '; give more texts per author'}",
+            path=source,
+            field="author",
+        )
+    pairable = len({t.author for t in kept})
+    if pairable < 2 * len(SPLITS):  # no test_share helps: the data gives too few writers
+        left_out = f"; left out: {reasons}" if reasons else ""
+        raise DataError(
+            f"only {pairable} authors can give same-author pairs, and each split needs at least 2 "
+            f"({2 * len(SPLITS)} in all){left_out}{fixes or '; give texts of more authors'}",
+            path=source,
+            field="author",
+        )
     assignment = split_authors(kept, rules.test_share, random.Random(f"{rules.seed}:authors"))
     uses = [rules.text_uses] * len(kept)
     built = BuiltPairs(kept, {}, {}, {}, dropped_texts, dropped_authors)
     for split, size in rules.split_sizes().items():
         members = [i for i, t in enumerate(kept) if assignment[t.author] == split]
         authors = len({kept[i].author for i in members})
-        if authors < 2:
+        if authors < 2:  # enough authors, but the share sent too few of them (or their texts) to one side
             raise DataError(
-                f"only {len({t.author for t in kept})} authors can give same-author pairs: too few for a {split} "
-                f"split at test_share {rules.test_share} (each split needs at least 2)",
+                f"{pairable} authors can give same-author pairs, but only {authors} of them go to the {split} split "
+                f"at test_share {rules.test_share} (each split needs at least 2); a test_share nearer 0.5 "
+                "balances them",
                 path=source,
                 field="test_share",
             )
         sampler = _SplitSampler(kept, members, uses, random.Random(f"{rules.seed}:{split}"), rules.match_length)
-        pairs, unmatched = _draw_split(sampler, size, rules, split, source, authors)
+        pairs, unmatched = _draw_split(sampler, size, rules, split, source, authors, fixes)
         built.splits[split], built.unmatched[split] = pairs, unmatched
         built.split_authors[split], built.split_texts[split] = authors, len(members)
     return built
+
+
+def _fixes(dropped_texts: Counter, dropped_authors: Counter, rules: PairRules) -> str:
+    """ "; <what would keep more of the data>" for the reasons texts and authors were left out ("" for none that a
+    parameter changes: an author with one text, or a text under several authors, stays out whatever is asked)."""
+    fixes = []
+    if any(why.startswith("shorter than min_chars") for why in dropped_texts):
+        fixes.append("a lower min_chars keeps the shorter texts")
+    if any("of two discourse types" in why for why in dropped_authors) and rules.cross_share == 1:
+        fixes.append("a lower cross_share allows pairs of one discourse type")
+    if any("of one discourse type" in why for why in dropped_authors) and rules.cross_share == 0:
+        fixes.append("a higher cross_share allows pairs of two discourse types")
+    return "; " + ", or ".join(fixes) if fixes else ""
 
 
 # ------------------------------------------------------------------------------------ candidate texts
@@ -264,7 +291,7 @@ def split_authors(texts: Sequence[SourceText], test_share: float, rng: random.Ra
 
 
 def _draw_split(
-    sampler: _SplitSampler, size: int, rules: PairRules, split: str, source: Path, authors: int
+    sampler: _SplitSampler, size: int, rules: PairRules, split: str, source: Path, authors: int, fixes: str = ""
 ) -> tuple[list[tuple[int, int, bool]], int]:
     """`size` pairs: same-author pairs, each followed by its different-author twin, then shuffled."""
     positives_wanted = size - size // 2  # one more same-author pair than twins when size is odd
@@ -279,7 +306,7 @@ def _draw_split(
         cross = min(open_kinds, key=lambda kind: (made[kind] / targets[kind], not kind))
         proposal = sampler.propose(cross)
         if proposal is None:
-            _too_few(made, targets, unmatched, rules, split, source, authors, sampler)
+            _too_few(made, targets, unmatched, rules, split, source, authors, sampler, cross, fixes)
         a, b = proposal.first, proposal.second
         # the twin first: a same-author pair without one is not taken, and its texts stay free for other pairs
         twin = sampler.draw_twin(a, b)
@@ -302,16 +329,21 @@ def _draw_split(
     return pairs, unmatched
 
 
-def _too_few(made, targets, unmatched, rules, split, source, authors, sampler) -> None:
-    """The one-line error when a split's authors cannot give the pairs asked, with a count that would fit."""
+def _too_few(made, targets, unmatched, rules, split, source, authors, sampler, short_of_cross, fixes) -> None:
+    """The one-line error when a split's authors cannot give the pairs asked, with a count that would fit.
+
+    `short_of_cross`: whether the kind that ran out is cross-discourse (a lower cross_share asks for fewer of them)
+    or same-discourse (a higher one does); `fixes`: what would keep texts that were left out (`_fixes`).
+    """
     total = made[True] + made[False]
     cross = f", {made[True]} of {targets[True]} across discourse types" if targets[True] else ""
     share = rules.test_share if split == "test" else 1.0 - rules.test_share
+    kind = "a lower cross_share" if short_of_cross else "a higher cross_share"
     raise DataError(
         f"{split} split: only {total} of {targets[True] + targets[False]} same-author pairs{cross} could be drawn "
         f"with a matching different-author pair ({unmatched} had none) from {authors} authors and {sampler.size} "
         f"texts, each text in at most {rules.text_uses} pair(s); ask for at most about {int(2 * total / share)} "
-        "pairs, a lower cross_share or a higher text_uses",
+        f"pairs, {kind} or a higher text_uses{fixes}",
         path=source,
         field="pairs",
     )

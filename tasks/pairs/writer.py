@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.errors import HarnessError
-from core.files import staging_folder
+from core.errors import HarnessError, OutputError
+from core.files import is_write_error, staging_folder
 
 STAGED_SUFFIX = ".pairs-new"  # `.OUT.XXXXXXXX.pairs-new`: the dataset being written
 SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being replaced, for a moment
@@ -41,22 +41,32 @@ def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = ()) -
 class Stage:
     """The staging folder: files written here get their sha256 recorded under their relative name."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, out_dir: Path | None = None) -> None:
         self.folder = folder
+        self.out_dir = folder if out_dir is None else out_dir  # where the files will be: what errors name
         self.checksums: dict[str, str] = {}
 
     def write_lines(self, relative: str, lines: Iterable[str]) -> None:
-        """Write lines (each ending in "\\n") as UTF-8, hashing them on the way."""
+        """Write lines (each ending in "\\n") as UTF-8, hashing them on the way.
+
+        The OS refusing the write (disk full, file too large) is an OutputError naming the file in the output folder
+        (`staged_dataset` then removes the staging folder: nothing half-written stays).
+        """
         path = self.folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
-        with open(path, "wb", buffering=_BUFFER) as handle:
-            for line in lines:
-                data = line.encode("utf-8")
-                digest.update(data)
-                handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb", buffering=_BUFFER) as handle:
+                for line in lines:
+                    data = line.encode("utf-8")
+                    digest.update(data)
+                    handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:
+            if not is_write_error(error, self.folder):
+                raise
+            raise OutputError(self.out_dir / relative, error) from None
         self.checksums[relative] = "sha256:" + digest.hexdigest()
 
     def write_jsonl(self, relative: str, rows: Iterable[dict[str, Any]]) -> None:
@@ -71,12 +81,17 @@ def staged_dataset(out_dir: Path, overwrite: bool) -> Iterator[Stage]:
     """Yield a Stage; on a clean exit its folder becomes `out_dir` (replacing it with `overwrite`)."""
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
-    staged = staging_folder(out_dir, STAGED_SUFFIX)
     try:
-        yield Stage(staged)
+        staged = staging_folder(out_dir, STAGED_SUFFIX)
+    except OSError as error:
+        raise OutputError(out_dir, error) from None
+    try:
+        yield Stage(staged, out_dir)
         _put_in_place(staged, out_dir, overwrite)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(staged, ignore_errors=True)
+        if is_write_error(error, staged, out_dir):
+            raise OutputError(out_dir, error) from None
         raise
 
 

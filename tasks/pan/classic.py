@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
 from core.errors import DataError
-from core.files import sha256_files
+from core.files import file_problem, sha256_files
 from core.records import VerificationData, VerificationTruth
 from harness.metrics.verification import auc_x_c_at_1_from_results
 from harness.task import TaskMetadata
@@ -57,6 +58,8 @@ class PanClassicTask(PanVerificationTask):
         folder = checked_split_folder(folder, split, self._EXPECTED)
         problem_dirs(folder)  # cheap layout check first: a wrong folder is named before truth.txt is asked for
         truth_path = folder / "truth.txt"
+        if os.path.lexists(truth_path) and (problem := file_problem(truth_path)) is not None:
+            raise DataError(f"{problem}; expected the truth file ('ID Y|N' lines) here", path=truth_path)
         if not truth_path.is_file():
             raise DataError("expected truth.txt ('ID Y|N' lines) in this corpus folder", path=folder)
         truth, truth_lines = read_classic_truth(truth_path)
@@ -75,6 +78,8 @@ class PanClassicTask(PanVerificationTask):
         """Read a truth.txt, or the truth.txt of a corpus folder, into truth by problem id."""
         path = Path(path)
         if path.is_dir():
+            if os.path.lexists(path / "truth.txt") and (problem := file_problem(path / "truth.txt")) is not None:
+                raise DataError(f"{problem}; expected the truth file here", path=path / "truth.txt")
             if not (path / "truth.txt").is_file():
                 raise DataError("expected truth.txt in this directory", path=path)
             path = path / "truth.txt"

@@ -14,16 +14,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from core.errors import DataError, HarnessError
-from core.files import sha256_files
-from core.records import NO_ANSWER, Answer, RankingMeasure, VerificationData, VerificationProblem, VerificationTruth
+from core.files import file_problem, sha256_files
+from core.records import (
+    NO_ANSWER,
+    Answer,
+    RankingMeasure,
+    VerificationData,
+    VerificationProblem,
+    VerificationTruth,
+    truth_checksum,
+)
 from harness.task import Evaluation, TaskMetadata
+
+logger = logging.getLogger("harness")
 
 
 def split_dir(data_dir: Path, split: str, metadata: TaskMetadata, expected: str) -> Path:
@@ -35,6 +47,9 @@ def split_dir(data_dir: Path, split: str, metadata: TaskMetadata, expected: str)
         raise DataError(f"data folder not found; expected train/ and test/ folders holding {expected}", path=data_dir)
     folder = data_dir / split
     if not folder.is_dir():
+        if os.path.lexists(folder):  # a file, a symlink loop, a broken link: said as what it is, not "missing"
+            what = file_problem(folder) or "is a file"
+            raise DataError(f"split folder '{split}/' {what}; expected {split}/ holding {expected}", path=folder)
         raise DataError(f"missing split folder '{split}/'; expected {split}/ holding {expected}", path=folder)
     return folder
 
@@ -43,7 +58,7 @@ def checked_split_folder(folder: Path, split: str, expected: str) -> Path:
     """A split's own folder (`--train`/`--test`), checked to be a folder; errors say what it should hold."""
     folder = Path(folder)
     if not folder.is_dir():
-        what = "is a file" if folder.is_file() else "not found"
+        what = (file_problem(folder) or "is a file") if os.path.lexists(folder) else "not found"
         raise DataError(f"{split} folder {what}; expected a folder holding {expected}", path=folder)
     return folder
 
@@ -215,6 +230,20 @@ class PanVerificationTask:
             scores[f"{kind}/problems"] = len(ids)
         return scores
 
+    def check_splits(self, train: VerificationData, test: VerificationData) -> None:
+        """Warn, in one line before any fitting, when the training split holds one class only (`harness.task.
+        SplitCheck`): a band or classifier fitted on it has nothing to tell apart (some systems refuse it)."""
+        if not train.truth or not train.problems:
+            return
+        same = sum(bool(train.truth[p.id].same) for p in train.problems if p.id in train.truth)
+        if same in (0, len(train.problems)):
+            kind = "same-author" if same else "different-author"
+            logger.warning(
+                "%s: the training split holds only %s problems (%d of %d): a system learns no line between "
+                "the classes from it",
+                train.source, kind, len(train.problems), len(train.problems),
+            )  # fmt: skip
+
     def overlap(self, train: VerificationData, test: VerificationData) -> dict[str, int]:
         """What the splits share (`harness.task.SplitOverlap`): texts equal after normalisation, by hash.
 
@@ -311,7 +340,8 @@ class PanVerificationTask:
         ids = sorted(truth)  # PAN's evaluator orders problems by id
         details = [{"id": i, "value": answers.get(i, NO_ANSWER), "same": truth[i].same} for i in ids]
         evaluation = Evaluation(scores=scores, details=details)
-        data = {"test": {"checksum": sha256_files(truth_files), "size": len(ids), "truth_only": True}}
+        test = {"checksum": sha256_files(truth_files), "truth_checksum": truth_checksum(truth), "size": len(ids)}
+        data = {"test": {**test, "truth_only": True}}  # truth_checksum: the identity a run of this test data has too
         answers_checksum = sha256_files([answers_path])
         result = build_result(
             task=task_record(self.metadata, {}, evaluation, data),

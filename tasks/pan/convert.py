@@ -25,13 +25,15 @@ Everything is read and validated before anything is written; files are written a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import HarnessError
-from core.files import atomic_write
+from core.files import ATOMIC_WRITE_SUFFIX, atomic_write, remove_temporaries
 from core.records import VerificationProblem
 from tasks.pan.common import check_truth_ids
 from tasks.pan.folders import placeholder_authors, read_classic_corpus, read_classic_truth
@@ -94,23 +96,33 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
         truth, lines = read_classic_truth(truth_path)
         check_truth_ids(problems, truth, lines, truth_path, src)
 
-    # Nested atomic writes: truth is renamed into place only once its rows are written, pairs only
-    # after that, so a failure at any point leaves dst as it was (earlier outputs included).
+    # what a convert killed while writing left (`.pairs.jsonl.XXXXXXXX.tmp`, a whole copy of its output) goes first
+    removed = remove_temporaries(dst, [(name, ATOMIC_WRITE_SUFFIX) for name in _OUTPUTS])
+    if removed:
+        logger.info("removed what an interrupted convert left: %s", ", ".join(str(path) for path in removed))
+    # Nested atomic writes: both files are written whole (to temporaries) before anything in dst changes, so a
+    # failure while writing leaves dst as it was (earlier outputs included). Then the earlier outputs go, pairs
+    # first, and truth and pairs are renamed in: a kill between the renames leaves truth without pairs (which
+    # `harness run` refuses, and `convert --overwrite` completes), never new truth beside the old pairs.
     written = [dst / PAIRS]
     with atomic_write(dst / PAIRS) as pairs_handle:
         for problem in problems:
             pairs_handle.write(json.dumps(_pair_row(problem), ensure_ascii=False) + "\n")
-        if truth is not None:
-            written.append(dst / TRUTH)
-            with atomic_write(dst / TRUTH) as truth_handle:
+        with atomic_write(dst / TRUTH) if truth is not None else contextlib.nullcontext() as truth_handle:
+            if truth is not None:
+                written.append(dst / TRUTH)
                 for problem in problems:
                     same = truth[problem.id].same
                     row = {"id": problem.id, "same": same, "authors": list(placeholder_authors(problem.id, same))}
                     truth_handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    for stale in existing:
-        if stale not in written:
-            stale.unlink()
-            logger.info("removed stale %s", stale)
+            for handle in (pairs_handle, truth_handle):
+                if handle is not None:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            for earlier in sorted(existing, key=lambda path: not path.name.startswith(PAIRS)):
+                earlier.unlink()
+                if earlier not in written:
+                    logger.info("removed stale %s", earlier)
     if truth is None:  # a TIRA input folder, or a split that lost its truth: said aloud, not silently
         logger.warning(
             "%s has no truth.txt: wrote %s only, no %s (enough for `harness predict`; "

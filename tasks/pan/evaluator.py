@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import DataError
+from core.errors import DataError, LoggedWarning
 from core.files import atomic_write, read_jsonl, require_field, write_json
 from core.records import NO_ANSWER, VerificationTruth
 from harness.metrics.verification import PROFILES, evaluate_all
@@ -32,8 +32,9 @@ OUT_JSON = "out.json"
 PROTOTEXT = "evaluation.prototext"
 
 
-class MissingAnswersWarning(UserWarning):
-    """Some problems of the truth have no answer; they were scored as 0.5 (non-answers)."""
+class MissingAnswersWarning(LoggedWarning):
+    """Some problems of the truth have no answer; they were scored as 0.5 (non-answers). Logged too: the command
+    line prints the log line alone."""
 
 
 def _check_value(value: Any) -> str | None:

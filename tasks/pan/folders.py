@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataError
+from core.files import DEEP_JSON
 from core.records import VerificationProblem, VerificationTruth
 
 # Genre names as PAN 2013-2015 corpora declare them (contents.json "genre") -> the discourse type the
@@ -141,6 +142,8 @@ def _read_contents(corpus_dir: Path) -> tuple[dict[str, Any] | None, Path | None
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise DataError(DEEP_JSON, path=path) from None
     if not isinstance(obj, dict):
         raise DataError("expected a JSON object", path=path)
     return obj, path

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import OutputError
 from core.files import find_temporaries, folder_temporaries, staged_folder, swap_folder
 
 
@@ -30,7 +31,8 @@ def test_a_failure_inside_leaves_the_old_folder_and_no_temporaries(tmp_path: Pat
     target = tmp_path / "checkpoint"
     target.mkdir()
     (target / "old.txt").write_text("old")
-    with pytest.raises(OSError, match="disk full"), staged_folder(target) as staging:
+    # the OS refusing a write is the CLI's one-line OutputError (naming the folder), no longer the bare OSError
+    with pytest.raises(OutputError, match="cannot be written: disk full"), staged_folder(target) as staging:
         (staging / "config.json").write_text("half")
         raise OSError(28, "disk full")
     assert contents(target) == {"old.txt": "old"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import DataError, HarnessError
+from core.errors import DataError, HarnessError, OutputError
 from tasks.pairs import build_pairs
 
 
@@ -89,8 +89,71 @@ def test_too_few_authors_for_the_split(tmp_path):
     source = jsonl_corpus(tmp_path / "texts.jsonl", authors=2)
     with pytest.raises(DataError) as exc:
         build_pairs("jsonl", source, tmp_path / "out", pairs=4)
-    assert one_line(exc).startswith(f"{source}: field 'test_share': only 2 authors")
+    # the data is at fault, not test_share: no share splits 2 authors into two splits of 2 (was "field 'test_share'")
+    assert one_line(exc).startswith(f"{source}: field 'author': only 2 authors can give same-author pairs")
+    assert "test_share" not in str(exc.value)
     assert_nothing_written(tmp_path / "out")
+
+
+def short_texts_corpus(path: Path, *, long_authors: int = 3) -> Path:
+    """8 authors of two discourse types; only the first `long_authors` write texts of 30 characters or more."""
+    rows = [
+        {"author": f"a{a}", "text": f"text {i} of a{a} as {kind}, written with care" if a < long_authors else
+         f"{kind} {i} by a{a}", "discourse_type": kind}
+        for a in range(8)
+        for kind in ("email", "essay")
+        for i in range(3)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_texts_too_short_for_enough_authors_name_the_data_and_min_chars(tmp_path):
+    """Issue 7: was "field 'test_share': only 3 authors ... too few for a train split at test_share 0.5"."""
+    source = short_texts_corpus(tmp_path / "texts.jsonl")
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, tmp_path / "out", pairs=8, min_chars=30)
+    line = one_line(exc)
+    assert line.startswith(f"{source}: field 'author': only 3 authors can give same-author pairs")
+    assert "30 shorter than min_chars=30" in line and "a lower min_chars keeps the shorter texts" in line
+    assert "test_share" not in line and "cross_share" not in line
+    assert_nothing_written(tmp_path / "out")
+    build_pairs("jsonl", source, tmp_path / "out", pairs=8, min_chars=5)  # the fix it names works
+
+
+def test_all_texts_too_short_suggest_min_chars_not_cross_share(tmp_path):
+    """Issue 7: every text too short was answered with "a lower cross_share allows pairs of one discourse type"."""
+    source = short_texts_corpus(tmp_path / "texts.jsonl", long_authors=0)
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, tmp_path / "out", pairs=8, min_chars=30)
+    line = one_line(exc)
+    assert line.startswith(f"{source}: field 'author': no author has two texts that can form a pair")
+    assert "a lower min_chars" in line and "cross_share" not in line
+
+
+def test_texts_shared_by_authors_name_the_data_not_test_share(tmp_path):
+    shared = [
+        {"author": f"b{a}", "text": f"one text {i} as {kind}, written by several", "discourse_type": kind}
+        for a in range(5)
+        for kind in ("email", "essay")
+        for i in range(3)
+    ]
+    source = jsonl_corpus(tmp_path / "texts.jsonl", authors=3, extra=shared)
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, tmp_path / "out", pairs=8)
+    line = one_line(exc)
+    assert line.startswith(f"{source}: field 'author': only 3 authors can give same-author pairs")
+    assert "30 same text under several authors" in line
+    assert "test_share" not in line and "cross_share" not in line and "min_chars" not in line
+
+
+def test_a_share_that_leaves_a_split_without_two_authors_names_test_share(tmp_path):
+    source = jsonl_corpus(tmp_path / "texts.jsonl", authors=4)
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", source, tmp_path / "out", pairs=20, test_share=0.9)
+    line = one_line(exc)
+    assert line.startswith(f"{source}: field 'test_share': 4 authors can give same-author pairs, but only 1")
+    assert line.endswith("a test_share nearer 0.5 balances them")
 
 
 def test_too_many_pairs_names_a_count_that_fits(tmp_path):
@@ -283,7 +346,7 @@ def test_a_failure_while_replacing_puts_the_old_dataset_back(tmp_path, monkeypat
         return real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError, match=f"^{out}: cannot be written: No space left on device$"):  # one line
         build_pairs("jsonl", source, out, pairs=8, seed=1, overwrite=True)
     monkeypatch.setattr(os, "replace", real_replace)
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

@@ -1,0 +1,238 @@
+"""What a result vouches for: its details.jsonl by checksum, and its test data by one identity that runs and
+recorded answers files share (the reliability issue, items 4 and 5).
+
+Item 4: an edited details.jsonl was trusted by `leaderboard --ci/--significance`, `plot` and `report` (every value
+set to 0 or 1 gave the interval [1.000, 1.000] beside a main score of 0.754). result.json now records the details'
+checksum, and a details file that differs is refused in one line naming it.
+
+Item 5: `harness score --record` beside a run on the same test data was refused ("the runs differ in ... test
+data"): the record's checksum covered the truth file, a run's the test folder. Both now record the test truth's
+checksum (`task.data.test.truth_checksum`), and leaderboards compare by it.
+
+Everything runs through the CLI in a fresh process, on real runs of cngdist on the project's PAN 2023 format
+sample (README: "Data layouts").
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.paths import REPO, SAMPLE
+
+from tasks.pan.pan23 import Pan23Task
+
+SEED_DIR = Path("pan23") / SAMPLE.name / "cngdist" / "seed-0"
+
+
+def harness(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`python -m harness.cli ARGS` in a fresh process, as a user runs it."""
+    command = [sys.executable, "-m", "harness.cli", *map(str, args)]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    return done
+
+
+def refused(done: subprocess.CompletedProcess[str], *named: str | Path) -> str:
+    """The one line a refusal printed on stderr (exit 2, no traceback), which names each of `named`."""
+    assert done.returncode == 2, (done.stdout[-2000:], done.stderr[-2000:])
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    for name in named:
+        assert str(name) in line
+    return line
+
+
+def run_cngdist(data: Path, out: Path) -> Path:
+    """`harness run --system cngdist --task pan23 --data DATA --out OUT`; the run folder."""
+    ok(harness("run", "--system", "cngdist", "--task", "pan23", "--data", data, "--out", out))
+    return out / "pan23" / data.name / "cngdist" / "seed-0"
+
+
+def record(truth: Path, answers: Path, folder: Path, name: str = "submission") -> Path:
+    """`harness score --task pan23 --truth TRUTH --answers ANSWERS --record FOLDER --system-name NAME`."""
+    ok(
+        harness(
+            "score",
+            "--task",
+            "pan23",
+            "--truth",
+            truth,
+            "--answers",
+            answers,
+            "--record",
+            folder,
+            "--system-name",
+            name,
+        )
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real cngdist run on the format sample: `<runs>/pan23/pan23-format-sample/cngdist/seed-0`."""
+    runs = tmp_path_factory.mktemp("identity") / "runs"
+    run_dir = run_cngdist(SAMPLE, runs)
+    assert run_dir == runs / SEED_DIR and (run_dir / "answers.jsonl").is_file()
+    return run_dir
+
+
+def copied_runs(sample_run: Path, target: Path) -> Path:
+    """A copy of the runs folder holding `sample_run`; returns the copy's runs folder."""
+    shutil.copytree(sample_run.parents[3], target)
+    return target
+
+
+def edit_json(path: Path, edit) -> None:
+    result = json.loads(path.read_text(encoding="utf-8"))
+    edit(result)
+    path.write_text(json.dumps(result), encoding="utf-8")
+
+
+def table_labels(markdown: str) -> list[str]:
+    """The system labels of the first table's rows."""
+    lines = markdown.split("\n\n")[1].splitlines()[2:]
+    return [line.strip("|").split("|")[0].strip() for line in lines]
+
+
+# ------------------------------------------------------------------------------ item 4: details by checksum
+
+
+def test_result_records_the_details_files_sha256(sample_run: Path, tmp_path: Path):
+    recorded = record(SAMPLE / "test", sample_run / "answers.jsonl", tmp_path / "rec")
+    for folder in (sample_run, recorded):
+        result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+        expected = "sha256:" + hashlib.sha256((folder / "details.jsonl").read_bytes()).hexdigest()
+        assert result["details"]["checksum"] == expected  # what `sha256sum details.jsonl` prints, after "sha256:"
+
+
+def flatten_details(details: Path) -> None:
+    """Every answer set to 1 where the pair is same-author and 0 otherwise: a perfect score, by hand."""
+    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
+    details.write_text("".join(json.dumps({**row, "value": 1 if row["same"] else 0}) + "\n" for row in rows))
+
+
+def test_an_edited_details_file_is_refused_by_ci_and_significance(sample_run: Path, tmp_path: Path):
+    runs = copied_runs(sample_run, tmp_path / "runs")
+    ok(harness("leaderboard", runs, "--ci", "--significance", "--resamples", "50"))
+    details = runs / SEED_DIR / "details.jsonl"
+    flatten_details(details)
+    for flags in (["--ci"], ["--significance"], ["--ci", "--significance"]):
+        # before: exit 0, the interval [1.000, 1.000] beside the main score 0.754 that result.json holds
+        line = refused(harness("leaderboard", runs, *flags, "--resamples", "50"), details)
+        assert "sha256 differs" in line and "result.json" in line
+    ok(harness("leaderboard", runs))  # the table itself reads no details
+
+
+def test_an_edited_details_file_is_refused_by_plot_and_report_before_anything_is_written(
+    sample_run: Path, tmp_path: Path
+):
+    runs = copied_runs(sample_run, tmp_path / "runs")
+    details = runs / SEED_DIR / "details.jsonl"
+    flatten_details(details)
+    refused(harness("plot", runs, "--out", tmp_path / "plots"), details)
+    assert not any((tmp_path / "plots").glob("*"))  # no figure drawn from the edited details
+    refused(harness("report", "--results", runs, "--out", tmp_path / "report", "--no-ci", "--no-significance"), details)
+    assert not any((tmp_path / "report").rglob("*"))
+
+
+def test_a_result_written_before_details_checksums_is_read_with_a_warning(sample_run: Path, tmp_path: Path):
+    runs = copied_runs(sample_run, tmp_path / "runs")
+    edit_json(runs / SEED_DIR / "result.json", lambda result: result["details"].pop("checksum"))
+    done = ok(harness("leaderboard", runs, "--ci", "--significance", "--resamples", "50"))
+    assert "overall 95% CI" in done.stdout
+    warned = [line for line in done.stderr.splitlines() if "records no checksum of its details.jsonl" in line]
+    assert len(warned) == 1 and str(runs / SEED_DIR / "result.json") in warned[0]  # once, though read twice
+
+
+# ------------------------------------------------------------------------------ item 5: one identity of test data
+
+
+@pytest.mark.parametrize("truth", ["folder", "file", "gzipped file"])
+def test_a_recorded_submission_stands_beside_a_run_on_the_same_test_data(sample_run: Path, tmp_path: Path, truth: str):
+    given = {
+        "folder": SAMPLE / "test",
+        "file": SAMPLE / "test" / "truth.jsonl",
+        "gzipped file": tmp_path / "truth.jsonl.gz",
+    }[truth]
+    if truth == "gzipped file":  # the same truth, its lines in another order, compressed
+        lines = (SAMPLE / "test" / "truth.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        given.write_bytes(gzip.compress("".join(reversed(lines)).encode("utf-8")))
+    recorded = record(given, sample_run / "answers.jsonl", tmp_path / "rec")
+    done = ok(harness("leaderboard", sample_run.parents[3], recorded))  # before: exit 2, "differ in ... test data"
+    assert sorted(table_labels(done.stdout)) == ["cngdist", "submission"]
+    run, rec = (json.loads((folder / "result.json").read_text()) for folder in (sample_run, recorded))
+    assert run["task"]["data"]["test"]["truth_checksum"] == rec["task"]["data"]["test"]["truth_checksum"]
+    assert run["task"]["data"]["test"]["truth_checksum"].startswith("sha256:")
+
+
+def test_a_record_against_other_truth_is_still_refused_with_the_reason(sample_run: Path, tmp_path: Path):
+    other = tmp_path / "other-truth.jsonl"
+    rows = [json.loads(line) for line in (SAMPLE / "test" / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows[0] = {"id": rows[0]["id"], "same": not rows[0]["same"]}  # one label flipped (authors dropped with it)
+    other.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    recorded = record(other, sample_run / "answers.jsonl", tmp_path / "rec")
+    done = harness("leaderboard", sample_run.parents[3], recorded)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "differ in task version or test data" in done.stderr
+    assert str(recorded / "result.json") in done.stderr and str(sample_run / "result.json") in done.stderr
+
+
+def test_runs_on_the_same_truth_but_other_problems_are_still_refused(sample_run: Path, tmp_path: Path):
+    """The truth is the identity a record shares; two runs must also have read the same test files."""
+    changed = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, changed)
+    pairs = changed / "test" / "pairs.jsonl"
+    rows = [json.loads(line) for line in pairs.read_text(encoding="utf-8").splitlines()]
+    rows[0]["pair"] = [text.upper() for text in rows[0]["pair"]]  # the same problem ids and truth, other texts
+    pairs.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    other_run = run_cngdist(changed, tmp_path / "runs")
+    done = harness("leaderboard", sample_run.parents[3], other_run)
+    assert done.returncode == 2 and "differ in task version or test data" in done.stderr
+    assert str(other_run / "result.json") in done.stderr
+
+
+def test_results_written_before_truth_checksums_compare_as_before(sample_run: Path, tmp_path: Path):
+    """Older results (no truth_checksum) compare by the checksum of their test files: runs as they did, and a
+    record beside an older run is refused with a hint to record or run it again."""
+    runs = copied_runs(sample_run, tmp_path / "runs")
+    older = runs / SEED_DIR.parent / "seed-1"
+    shutil.copytree(runs / SEED_DIR, older)
+
+    def as_older(result: dict, seed: int | None = None) -> None:
+        result["task"]["data"]["test"].pop("truth_checksum")
+        if seed is not None:
+            result["seeds"]["seed"], result["fingerprint"] = seed, result["fingerprint"] + f"-{seed}"
+
+    edit_json(older / "result.json", lambda result: as_older(result, 1))
+    done = ok(harness("leaderboard", runs))  # an older run and a new one on the same files: one table
+    assert "| cngdist | 2 |" in done.stdout
+    edit_json(runs / SEED_DIR / "result.json", as_older)
+    ok(harness("leaderboard", runs))  # two older runs on the same files
+    recorded = record(SAMPLE / "test", sample_run / "answers.jsonl", tmp_path / "rec")
+    done = harness("leaderboard", runs, recorded)
+    assert done.returncode == 2 and "written before truth checksums" in done.stderr
+
+
+def test_the_truth_checksum_is_of_the_truth_content_not_its_file():
+    from core.records import truth_checksum
+
+    task = Pan23Task()
+    from_folder = task.read_truth(SAMPLE / "test")
+    from_file = task.read_truth(SAMPLE / "test" / "truth.jsonl")
+    assert truth_checksum(from_folder) == truth_checksum(from_file) == task.load(SAMPLE, "test").truth_checksum
+    assert truth_checksum(dict(reversed(from_file.items()))) == truth_checksum(from_file)
+    first = next(iter(from_file))
+    flipped = {**from_file, first: from_file[first]._replace(same=not from_file[first].same, authors=None)}
+    assert truth_checksum(flipped) != truth_checksum(from_file)
