@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import gzip
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -17,11 +19,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.errors import DataError, OutputError, os_reason
+from filelock import FileLock, Timeout
+
+from core.errors import DataError, HarnessError, OutputError, os_reason
 
 # What tempfile puts between a temporary's prefix and suffix: 8 of these characters.
 _RANDOM_PART = r"[a-z0-9_]{8}"
 ATOMIC_WRITE_SUFFIX = ".tmp"  # atomic_write's temporary beside NAME is `.NAME.XXXXXXXX.tmp`
+
+logger = logging.getLogger("harness")
 
 
 GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip file
@@ -298,6 +304,93 @@ def remove_temporaries(folder: Path, temporaries: Iterable[tuple[str, str]]) -> 
         else:
             entry.unlink()
     return removed
+
+
+def lock_path(target: Path) -> Path:
+    """The lock file of a file or folder, `.NAME.lock` beside it: inside a folder, it would move with its swap."""
+    target = Path(target)
+    return target.parent / f".{target.name}.lock"
+
+
+def outside_lock_path(target: Path) -> Path:
+    """The lock file of a user's output, kept out of their folder (a TIRA output folder must hold the answers only):
+    in the temporary folder, named by a hash of the target's absolute path. Writers on one machine see it, which is
+    where two commands race for one output."""
+    key = hashlib.sha256(str(Path(target).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / "harness-locks" / f"{key}.lock"
+
+
+@contextlib.contextmanager
+def holding(target: Path, timeout: float | None = None, *, lock: Path | None = None) -> Iterator[None]:
+    """Hold `target`'s lock (`lock`, by default `lock_path`): one process at a time writes it; the next waits (at
+    most `timeout` s, then a HarnessError; 0 refuses at once). The lock file is made once and left (deleting it
+    would race)."""
+    path = lock_path(target) if lock is None else lock
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(path, error) from None
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if timeout != 0:
+            logger.info("another process is working on %s; waiting for it to finish (lock %s)", target, path)
+        try:
+            lock.acquire(timeout=-1 if timeout is None else timeout)
+        except Timeout:
+            raise HarnessError(
+                f"{target}: another process is writing it (lock {path}); wait for it to finish, or write elsewhere"
+            ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def writing_alone(folder: Path, names: Iterable[str], timeout: float | None = None) -> Iterator[None]:
+    """Hold the lock of `folder/<first name>` (kept outside the folder) and remove what a killed writer of these
+    files left in `folder` (atomic_write's `.NAME.XXXXXXXX.tmp`): a writer holds the lock while its temporary
+    exists, so with the lock held none left there is a live one. Only these exact names go, never another file."""
+    names = list(names)
+    target = Path(folder) / names[0]
+    with holding(target, timeout, lock=outside_lock_path(target)):
+        removed = remove_temporaries(folder, [(name, ATOMIC_WRITE_SUFFIX) for name in names])
+        if removed:
+            logger.info("removed what an interrupted command left: %s", ", ".join(map(str, removed)))
+        yield
+
+
+@contextlib.contextmanager
+def sweeping(target: Path, temporaries: Iterable[tuple[str, str]]) -> Iterator[None]:
+    """For writers that may run side by side (two builds into one folder): hold `target`'s lock file (kept outside
+    the user's folder) shared for the block, and first, where no other process holds it, remove the `temporaries`
+    beside `target` (find_temporaries).
+
+    Each live writer holds the lock shared while its temporaries exist, so what is there when nobody holds it is a
+    killed writer's. (filelock has no shared lock: flock, which the OS releases when a process dies, gives one.)
+    """
+    target = Path(target)
+    path = outside_lock_path(target)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise OutputError(path, error) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # another writer is live: its temporaries are not ours to remove
+        else:
+            removed = remove_temporaries(target.parent, temporaries)
+            if removed:
+                logger.info("removed what an interrupted command left: %s", ", ".join(map(str, removed)))
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def write_json(path: Path, obj: Any) -> None:

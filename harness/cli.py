@@ -97,11 +97,23 @@ def _check_output_file(path: Path, option: str) -> None:
     _check_output_folder(path.parent, option)
 
 
-class _ExistingPath(click.Path):
+class _Path(click.Path):
+    """click's Path giving a Path, refusing an empty one: `--output "$UNSET"` would otherwise be the current folder."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(path_type=Path, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path (an unset shell variable?); name a file or folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class _ExistingPath(_Path):
     """click's Path(exists=True), except that a symlink loop or a broken link says so instead of "does not exist"."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(path_type=Path, exists=True, **kwargs)
+        super().__init__(exists=True, **kwargs)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, (str, os.PathLike)) and os.path.lexists(value) and not os.path.exists(value):
@@ -165,11 +177,9 @@ def list_cmd() -> None:
 @main.command("run")
 @click.option("--system", "systems", multiple=True, required=True, help="System name (repeatable).")
 @click.option("--task", "tasks", multiple=True, required=True, help="Task name (repeatable).")
-@click.option("--data", "data_dir", type=click.Path(path_type=Path), help="Dataset folder holding train/ and test/.")
-@click.option(
-    "--train", "train_dir", type=click.Path(path_type=Path), help="The training split's own folder (with --test)."
-)
-@click.option("--test", "test_dir", type=click.Path(path_type=Path), help="The test split's own folder (with --train).")
+@click.option("--data", "data_dir", type=_Path(), help="Dataset folder holding train/ and test/.")
+@click.option("--train", "train_dir", type=_Path(), help="The training split's own folder (with --test).")
+@click.option("--test", "test_dir", type=_Path(), help="The test split's own folder (with --train).")
 @click.option(
     "--seed",
     "seeds",
@@ -179,7 +189,7 @@ def list_cmd() -> None:
     show_default=True,
     help="Seed (repeatable).",
 )
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--out", "out_dir", type=_Path(), default=Path("runs"), show_default=True)
 @click.option("--param", "param_pairs", multiple=True, help="System parameter KEY=VALUE (repeatable).")
 @click.option("--task-param", "task_param_pairs", multiple=True, help="Task parameter KEY=VALUE (repeatable).")
 @click.option("--overwrite", is_flag=True, help="Recompute and replace runs that already exist.")
@@ -264,17 +274,15 @@ def _pan_answers_task(task_name: str) -> Any:
 @main.command("predict")
 @click.option("--system", "system_name", required=True)
 @click.option("--task", "task_name", required=True)
-@click.option("--input", "input_dir", type=click.Path(path_type=Path), required=True, help="Problems (no truth).")
-@click.option("--output", "output_dir", type=click.Path(path_type=Path), required=True)
-@click.option(
-    "--checkpoint", type=click.Path(path_type=Path), help="Required: the checkpoint folder a `harness run` wrote."
-)
+@click.option("--input", "input_dir", type=_Path(), required=True, help="Problems (no truth).")
+@click.option("--output", "output_dir", type=_Path(), required=True)
+@click.option("--checkpoint", type=_Path(), help="Required: the checkpoint folder a `harness run` wrote.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing answers.jsonl.")
 def predict_cmd(
     system_name: str, task_name: str, input_dir: Path, output_dir: Path, checkpoint: Path | None, overwrite: bool
 ) -> None:
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl. Needs no network."""
-    from core.files import write_jsonl
+    from core.files import write_jsonl, writing_alone
 
     task = _pan_answers_task(task_name)
     registry.check_fits(system_name, task_name)
@@ -293,7 +301,11 @@ def predict_cmd(
     system_cls = registry.system_class(system_name)
     system = system_cls.load(checkpoint)
     answers = task.answer(system, data)
-    write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
+    # under the lock no live predict writes here: a `.answers.jsonl.XXXXXXXX.tmp` left is a killed one's, removed
+    with writing_alone(output_dir, [answers_path.name]):
+        if answers_path.exists() and not overwrite:  # again: another predict may have written it meanwhile
+            raise HarnessError(f"{answers_path} exists; pass --overwrite to replace it")
+        write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
     click.echo(f"wrote {len(answers)} answers to {answers_path}")
 
 
@@ -307,13 +319,13 @@ def predict_cmd(
 @click.option(
     "--output",
     "output_dir",
-    type=click.Path(path_type=Path),
+    type=_Path(),
     help="Also write PAN's out.json and evaluation.prototext into this folder (nothing is written without it).",
 )
 @click.option(
     "--record",
     "record_dir",
-    type=click.Path(path_type=Path),
+    type=_Path(),
     help="Also write a result.json + details.jsonl there, for `harness leaderboard`.",
 )
 @click.option("--system-name", help="The system's name in the recorded result (default: the answers file's name).")
@@ -334,6 +346,15 @@ def score_cmd(
     from harness.score_table import score_table
 
     task = _pan_answers_task(task_name)
+    if record_dir is not None and evaluator not in (None, task.metadata.evaluator):
+        # a record is ranked with the task's runs, which its own evaluator scored (as `run` records it): another
+        # evaluator's overall would stand beside them as if comparable
+        able = [t for t in registry.pan_answer_tasks() if registry.task_class(t).metadata.evaluator == evaluator]
+        instead = f"; record it with --task {able[0]}" if able else ""
+        raise HarnessError(
+            f"--evaluator {evaluator} with --record: task {task_name} records scores of its own evaluator "
+            f"({task.metadata.evaluator}){instead}"
+        )
     if output_dir is not None:
         _check_output_folder(output_dir, "--output")
     if record_dir is not None:
@@ -350,7 +371,14 @@ def score_cmd(
     if record_dir is not None:
         name = system_name or answers_path.name.split(".")[0]
         task.record_answers(
-            truth_path, truth, answers, scores, system_name=name, record_dir=record_dir, answers_path=answers_path
+            truth_path,
+            truth,
+            answers,
+            scores,
+            system_name=name,
+            record_dir=record_dir,
+            answers_path=answers_path,
+            overwrite=overwrite,
         )
     main_score = task.metadata.main_score if task.metadata.main_score in scores else next(iter(scores))
     click.echo(score_table(scores, tuple(scores), main_score))
@@ -360,7 +388,7 @@ def score_cmd(
 
 @main.command("convert")
 @click.argument("src", type=_ExistingPath(file_okay=False))
-@click.argument("dst", type=click.Path(path_type=Path))
+@click.argument("dst", type=_Path())
 @click.option(
     "--from",
     "source_format",
@@ -379,7 +407,7 @@ def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> No
 
 @main.command("pairs")
 @click.argument("inputs", nargs=-1, required=True, type=_ExistingPath())
-@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.argument("out_dir", type=_Path())
 @click.option(
     "--from",
     "source",
@@ -446,7 +474,8 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
     help="Bootstrap resamples / test rounds.",
 )
 @click.option("--digits", type=click.IntRange(min=0), default=3, show_default=True)
-@click.option("--output", type=click.Path(path_type=Path), help="Write the table here instead of printing it.")
+@click.option("--output", type=_Path(), help="Write the table here instead of printing it.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --output file.")
 def leaderboard_cmd(
     results: tuple[Path, ...],
     fmt: str,
@@ -455,13 +484,23 @@ def leaderboard_cmd(
     resamples: int,
     digits: int,
     output: Path | None,
+    overwrite: bool,
 ) -> None:
     """Tables of the runs in RESULTS (folders or result.json files): one per task, best system first."""
     from harness.leaderboard import build_tables, find_runs, render
+    from harness.results import DETAILS_NAME
 
     if output is not None:
         _check_output_file(output, "--output")
-    tables = build_tables(find_runs(results), ci=ci, significance=significance, resamples=resamples)
+        if os.path.lexists(output) and not overwrite:  # as report, score and predict refuse
+            raise HarnessError(f"{output} exists; pass --overwrite to replace it")
+    runs = find_runs(results)
+    if output is not None:  # never onto a file it reads, even with --overwrite
+        inputs = {path.resolve() for run in runs for path in (run.path, *run.copies)}
+        inputs |= {path.parent / DETAILS_NAME for path in inputs}
+        if output.resolve() in inputs:
+            raise HarnessError(f"--output {output} is one of the result files it reads; name another file")
+    tables = build_tables(runs, ci=ci, significance=significance, resamples=resamples)
     text = render(tables, fmt, digits=digits)
     if output is None:
         click.echo(text)
@@ -475,7 +514,7 @@ def leaderboard_cmd(
 
 @main.command("plot")
 @click.argument("results", nargs=-1, required=True, type=_ExistingPath())
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True, help="Folder for PNG, PDF, CSV.")
+@click.option("--out", "out_dir", type=_Path(), required=True, help="Folder for PNG, PDF, CSV.")
 @click.option("--overwrite", is_flag=True, help="Replace figure files of the same names in --out.")
 def plot_cmd(results: tuple[Path, ...], out_dir: Path, overwrite: bool) -> None:
     """ROC/DET curves, EER against target size, main score against task parameters: PNG + PDF + CSV."""
@@ -492,7 +531,7 @@ def plot_cmd(results: tuple[Path, ...], out_dir: Path, overwrite: bool) -> None:
 
 @main.command("report")
 @click.option("--results", "results", multiple=True, required=True, type=_ExistingPath())
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True)
+@click.option("--out", "out_dir", type=_Path(), required=True)
 @click.option("--ci/--no-ci", default=True, show_default=True)
 @click.option("--significance/--no-significance", default=True, show_default=True)
 @click.option("--resamples", type=click.IntRange(min=1), default=1000, show_default=True)

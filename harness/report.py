@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from core.errors import HarnessError
-from core.files import atomic_write
+from core.files import atomic_write, folder_temporaries, staged_folder, sweeping
 from harness.leaderboard import FORMATS, build_tables, escape, find_runs, render
 from harness.plotting import plot_all
 from harness.report_html import render_html
+from harness.results import DETAILS_NAME
+
+logger = logging.getLogger("harness")
 
 _SUFFIX = {"markdown": "md", "latex": "tex", "csv": "csv", "json": "json"}
 
 
 def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: bool, resamples: int) -> Path:
     """Write tables/, plots/, index.md and index.html (the same, self-contained, with each run's provenance)
-    into out_dir (which must be new or empty); return index.md."""
+    into out_dir (which must be new or empty); return index.md.
+
+    The report is written into a staging folder beside out_dir and moved into place whole: a failure or a kill
+    leaves no half report (and what a killed report left there is removed by the next). A run without its
+    details.jsonl has no curves: it is left out of the figures, with a note saying so.
+    """
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise HarnessError(f"{out_dir} is not empty; choose a new folder for the report")
@@ -23,29 +32,44 @@ def write_report(results: list[Path], out_dir: Path, *, ci: bool, significance: 
     for run in runs:  # an edited details file is refused before the first file is written
         run.result.check_details()
     tables = build_tables(runs, ci=ci, significance=significance, resamples=resamples)
+    # a run without details (deleted, or copied without them) has no curves: a report without its figures, saying
+    # why, serves a user better than none (`harness plot`, asked for figures alone, refuses it)
+    plotted = [run for run in runs if (run.path.parent / DETAILS_NAME).is_file()]
+    left_out = [run for run in runs if not (run.path.parent / DETAILS_NAME).is_file()]
+    for run in left_out:
+        logger.warning("%s: missing; %s is left out of the report's figures", run.path.parent / DETAILS_NAME, run.path)
+    with sweeping(out_dir, folder_temporaries(out_dir.name)), staged_folder(out_dir) as stage:
+        _write(stage, results, runs, plotted, left_out, tables)
+    return out_dir / "index.md"
+
+
+def _write(stage: Path, results: list[Path], runs: list, plotted: list, left_out: list, tables: list) -> None:
+    """The report's files, into the staging folder that becomes the report (see write_report)."""
+    what = f"is left out of the figures: its {DETAILS_NAME} (the per-problem answers its curves need) is missing"
     table_files = []
     for fmt in FORMATS:
-        path = out_dir / "tables" / f"leaderboard.{_SUFFIX[fmt]}"
+        path = stage / "tables" / f"leaderboard.{_SUFFIX[fmt]}"
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path) as handle:
             handle.write(render(tables, fmt))
         table_files.append(path)
-    plots = plot_all(runs, out_dir / "plots")
+    plots = plot_all(plotted, stage / "plots")
 
     lines = ["# Results report", "", f"{len(runs)} runs from: " + ", ".join(map(escape.markdown_code, results)), ""]
     lines += ["One page with the figures inside and each run's provenance: [index.html](index.html)", ""]
     lines += ["## Leaderboards", "", render(tables, "markdown"), "Tables as files: "]
-    lines += [", ".join(f"[{p.name}]({p.relative_to(out_dir)})" for p in table_files), ""]
+    lines += [", ".join(f"[{p.name}]({p.relative_to(stage)})" for p in table_files), ""]
     pngs = [p for p in plots if p.suffix == ".png"]
-    if pngs:
+    if pngs or left_out:
         lines += ["## Figures", ""]
+        lines += [f"Note: {escape.markdown(run.result.system_name)} ({escape.markdown_code(run.path)}) {what}\n"
+                  for run in left_out]  # fmt: skip
         for png in pngs:
-            rel, stem = png.relative_to(out_dir), escape.markdown(png.stem)  # the stem holds a task name
+            rel, stem = png.relative_to(stage), escape.markdown(png.stem)  # the stem holds a task name
             lines += [f"### {stem}", "", f"![{stem}]({rel})", "", f"PDF: `{rel.with_suffix('.pdf')}`, "
                       f"numbers: `{rel.with_suffix('.csv')}`", ""]  # fmt: skip
-    with atomic_write(out_dir / "index.html") as handle:
-        handle.write(render_html(tables, pngs, sources=results))
-    index = out_dir / "index.md"
-    with atomic_write(index) as handle:
+    with atomic_write(stage / "index.html") as handle:
+        notes = [f"{run.result.system_name} ({run.path}) {what}" for run in left_out]
+        handle.write(render_html(tables, pngs, sources=results, figure_notes=notes))
+    with atomic_write(stage / "index.md") as handle:
         handle.write("\n".join(lines))
-    return index

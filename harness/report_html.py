@@ -39,8 +39,16 @@ article.run { border-top: 1px solid #ccc; padding-top: 0.5em; margin-top: 1.5em;
 """
 
 
-def render_html(tables: Sequence[Table], pngs: Sequence[Path], *, sources: Sequence[Path], digits: int = 3) -> str:
-    """The whole page: `tables` as HTML tables, each PNG embedded, then every run of the tables with its provenance."""
+def render_html(
+    tables: Sequence[Table],
+    pngs: Sequence[Path],
+    *,
+    sources: Sequence[Path],
+    digits: int = 3,
+    figure_notes: Sequence[str] = (),
+) -> str:
+    """The whole page: `tables` as HTML tables, each PNG embedded (after `figure_notes`: what the figures leave out),
+    then every run of the tables with its provenance."""
     runs = [run for table in tables for row in table.rows for run in row.runs]
     anchors = {run.path: f"run-{i}" for i, run in enumerate(runs, start=1)}
     parts = [
@@ -56,7 +64,7 @@ def render_html(tables: Sequence[Table], pngs: Sequence[Path], *, sources: Seque
         "<h1>Results report</h1>",
         f"<p>{len(runs)} runs from: " + ", ".join(f"<code>{escape(str(p))}</code>" for p in sources) + "</p>",
         '<nav><a href="#leaderboards">Leaderboards</a>'
-        + (' · <a href="#figures">Figures</a>' if pngs else "")
+        + (' · <a href="#figures">Figures</a>' if pngs or figure_notes else "")
         + ' · <a href="#provenance">Provenance</a></nav>',
         '<section id="leaderboards">',
         "<h2>Leaderboards</h2>",
@@ -64,8 +72,9 @@ def render_html(tables: Sequence[Table], pngs: Sequence[Path], *, sources: Seque
     for table in tables:
         parts += _table_html(table, anchors, digits)
     parts.append("</section>")
-    if pngs:
+    if pngs or figure_notes:
         parts += ['<section id="figures">', "<h2>Figures</h2>"]
+        parts += [f'<p class="note">{escape(note)}</p>' for note in figure_notes]
         parts += [_figure_html(png) for png in pngs]
         parts.append("</section>")
     parts += ['<section id="provenance">', "<h2>Provenance</h2>"]

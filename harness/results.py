@@ -107,11 +107,16 @@ def read_result(path: Path) -> dict[str, Any]:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise HarnessError(f"{path}: cannot read this result file ({exc})") from None
+    except UnicodeDecodeError as exc:  # re-encoded or damaged: one line, not a traceback
+        raise HarnessError(f"{path}: cannot read this result file (not UTF-8 at byte {exc.start})") from None
     except RecursionError:
         raise HarnessError(f"{path}: cannot read this result file (JSON nested too deep to read)") from None
     if not isinstance(result, dict) or "schema_version" not in result or "scores" not in result:
         raise HarnessError(f"{path}: not a harness result file (no schema_version/scores)")
-    if result["schema_version"] > RESULT_SCHEMA_VERSION:
+    version = result["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool):  # "1" would fail the comparison below
+        raise DataError(f"must be an integer, not {version!r}", path=path, field="schema_version")
+    if version > RESULT_SCHEMA_VERSION:
         raise HarnessError(f"{path}: result schema {result['schema_version']} is newer than this harness reads")
     return result
 

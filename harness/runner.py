@@ -20,11 +20,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
-
-from filelock import FileLock, Timeout
 
 from core.errors import HarnessError
 from core.files import (
@@ -34,6 +31,8 @@ from core.files import (
     atomic_write,
     find_temporaries,
     folder_temporaries,
+    holding,
+    lock_path,
     remove_temporaries,
     sha256_files,
     staging_folder,
@@ -160,7 +159,7 @@ def run(
     run_dir = setup.run_dir
 
     main_process = is_main_process()  # under torchrun only the main process writes, so only it locks
-    with _holding(run_dir, lock_timeout) if main_process else contextlib.nullcontext():
+    with holding(run_dir, lock_timeout) if main_process else contextlib.nullcontext():
         if main_process:
             _remove_stale_temporaries(run_dir)
         earlier = _kept_result(run_dir, fingerprint, overwrite)
@@ -307,31 +306,7 @@ def _system_record(system_name: str, system: Any, work_dir: Path) -> dict[str, A
 
 def run_lock_path(run_dir: Path) -> Path:
     """A run folder's lock file, `.seed-N.lock` beside it: inside, it would move with the folder's swap."""
-    run_dir = Path(run_dir)
-    return run_dir.parent / f".{run_dir.name}.lock"
-
-
-@contextlib.contextmanager
-def _holding(run_dir: Path, timeout: float | None) -> Iterator[None]:
-    """Hold a run folder's lock; a second run of the folder waits (at most `timeout` s if given)."""
-    path = run_lock_path(run_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        logger.info("another process is working on %s; waiting for it to finish (lock %s)", run_dir, path)
-        try:
-            lock.acquire(timeout=-1 if timeout is None else timeout)
-        except Timeout:
-            raise HarnessError(
-                f"{run_dir}: another process holds this run (lock {path}); wait for it to finish, "
-                "or choose another --out"
-            ) from None
-    try:
-        yield
-    finally:
-        lock.release()
+    return lock_path(run_dir)
 
 
 def _remove_stale_temporaries(run_dir: Path) -> None:

@@ -176,6 +176,8 @@ class PanAnswers(Protocol):
         system_name: str,
         record_dir: Path,
         answers_path: Path,
+        overwrite: bool = False,
     ) -> dict[str, Any]:
-        """Write a result (result.json + details.jsonl) for answers made elsewhere, for the leaderboard."""
+        """Write a result (result.json + details.jsonl) for answers made elsewhere, for the leaderboard; an existing
+        one is refused unless `overwrite`."""
         ...

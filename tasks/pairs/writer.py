@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError, OutputError
-from core.files import is_write_error, staging_folder
+from core.files import is_write_error, staging_folder, sweeping
 
 STAGED_SUFFIX = ".pairs-new"  # `.OUT.XXXXXXXX.pairs-new`: the dataset being written
 SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being replaced, for a moment
@@ -81,18 +81,22 @@ def staged_dataset(out_dir: Path, overwrite: bool) -> Iterator[Stage]:
     """Yield a Stage; on a clean exit its folder becomes `out_dir` (replacing it with `overwrite`)."""
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
-    try:
-        staged = staging_folder(out_dir, STAGED_SUFFIX)
-    except OSError as error:
-        raise OutputError(out_dir, error) from None
-    try:
-        yield Stage(staged, out_dir)
-        _put_in_place(staged, out_dir, overwrite)
-    except BaseException as error:
-        shutil.rmtree(staged, ignore_errors=True)
-        if is_write_error(error, staged, out_dir):
+    # two builds may run into one folder at once, so the lock is shared; a `.OUT.XXXXXXXX.pairs-new` (a whole copy
+    # of a dataset) that a killed build left is removed once no build is live. A `.pairs-old` is left: it holds the
+    # files of a dataset a killed --overwrite had set aside, the user's to recover.
+    with sweeping(out_dir, [(out_dir.name, STAGED_SUFFIX)]):
+        try:
+            staged = staging_folder(out_dir, STAGED_SUFFIX)
+        except OSError as error:
             raise OutputError(out_dir, error) from None
-        raise
+        try:
+            yield Stage(staged, out_dir)
+            _put_in_place(staged, out_dir, overwrite)
+        except BaseException as error:
+            shutil.rmtree(staged, ignore_errors=True)
+            if is_write_error(error, staged, out_dir):
+                raise OutputError(out_dir, error) from None
+            raise
 
 
 def _put_in_place(staged: Path, out_dir: Path, overwrite: bool) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from core.errors import DataError, HarnessError
-from core.files import file_problem, sha256_files
+from core.files import file_problem, sha256_files, writing_alone
 from core.records import (
     NO_ANSWER,
     Answer,
@@ -313,10 +313,12 @@ class PanVerificationTask:
         from tasks.pan.evaluator import OUT_JSON, PROTOTEXT, write_tira_outputs
 
         paths = [Path(output_dir) / OUT_JSON, Path(output_dir) / PROTOTEXT]
-        existing = [p for p in paths if p.exists()]
-        if existing and not overwrite:
-            raise HarnessError(f"{existing[0]} exists; pass --overwrite to replace it")
-        write_tira_outputs(scores, output_dir)
+        # one writer at a time: what a killed `score --output` left here (`.out.json.XXXXXXXX.tmp`) is removed
+        with writing_alone(output_dir, [OUT_JSON, PROTOTEXT]):
+            existing = [p for p in paths if p.exists()]
+            if existing and not overwrite:
+                raise HarnessError(f"{existing[0]} exists; pass --overwrite to replace it")
+            write_tira_outputs(scores, output_dir)
         return paths
 
     def record_answers(
@@ -329,12 +331,14 @@ class PanVerificationTask:
         system_name: str,
         record_dir: Path,
         answers_path: Path,
+        overwrite: bool = False,
     ) -> dict[str, Any]:
         """Write result.json + details.jsonl for an answers file made elsewhere (e.g. a PAN submission).
 
-        Missing answers are recorded as 0.5.
+        Missing answers are recorded as 0.5. An existing result is refused unless `overwrite`; a second record into
+        the folder while one is being written is refused (its lock), so a record's two files are always one record's.
         """
-        from harness.results import build_result, task_record, write_result  # only this command needs them
+        from harness.results import DETAILS_NAME, RESULT_NAME, build_result, task_record, write_result
 
         truth_files = sorted(Path(truth_path).glob("truth*")) if Path(truth_path).is_dir() else [Path(truth_path)]
         ids = sorted(truth)  # PAN's evaluator orders problems by id
@@ -352,5 +356,12 @@ class PanVerificationTask:
             fingerprint="sha256:" + hashlib.sha256(json.dumps([data, answers_checksum]).encode()).hexdigest(),
             command=sys.argv,
         )
-        write_result(record_dir, result, details)
+        # under the lock no other record writes here (a second is refused at once, not queued to replace it), and
+        # what a killed record left (`.result.json.XXXXXXXX.tmp`) is removed
+        with writing_alone(record_dir, [RESULT_NAME, DETAILS_NAME], timeout=0):
+            result_path = Path(record_dir) / RESULT_NAME
+            if result_path.exists() and not overwrite:  # again: another record may have landed meanwhile
+                raise HarnessError(f"{result_path} exists; pass --overwrite to replace it")
+            result_path.unlink(missing_ok=True)  # the old result goes first: never beside the new details
+            write_result(record_dir, result, details)
         return result

@@ -207,7 +207,7 @@ def test_out_dir_refused_when_not_empty_its_own_files_replaced_with_overwrite(tm
         "train/truth.jsonl",
     ]
     assert (out / "keep.txt").read_text(encoding="utf-8") == "mine"  # only the builder's own files are replaced
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and p.suffix != ".lock"] == []
     empty = tmp_path / "empty"
     empty.mkdir()
     build_pairs("jsonl", source, empty, pairs=8)  # an empty folder is fine
@@ -328,7 +328,7 @@ def test_overwrite_replaces_the_builders_files_and_keeps_the_users(tmp_path):
         "seed"
     ] == 1
     assert (out / "train" / "notes.txt").read_text(encoding="utf-8") == "my notes"
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and p.suffix != ".lock"] == []
 
 
 def test_a_failure_while_replacing_puts_the_old_dataset_back(tmp_path, monkeypatch):
@@ -350,7 +350,7 @@ def test_a_failure_while_replacing_puts_the_old_dataset_back(tmp_path, monkeypat
         build_pairs("jsonl", source, out, pairs=8, seed=1, overwrite=True)
     monkeypatch.setattr(os, "replace", real_replace)
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and p.suffix != ".lock"] == []
 
 
 @pytest.mark.parametrize("where", ["is", "holds", "lies inside"])
