@@ -34,7 +34,14 @@ STYLE = {
     "legend.fontsize": 7,
     "legend.frameon": False,
     "lines.linewidth": 1.4,
+    "text.parse_math": False,  # names come from users and data: "$...$" in one is text, not a formula to render
 }
+
+
+def _legend_label(name: str) -> str:
+    """A name as a legend entry: matplotlib leaves out labels that start with "_", so such a name gets a zero-width
+    space in front."""
+    return "\u200b" + name if name.startswith("_") else name
 
 
 def _pyplot() -> Any:
@@ -121,7 +128,8 @@ def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
                 eers = np.array([curve["eer"] for curve in per_seed])
                 mean, spread = eers.mean(0), eers.std(0)
                 style = _line_style(i)
-                ax.errorbar(sizes, mean, yerr=spread, marker="o", markersize=3, capsize=2, label=row.label, **style)
+                label = _legend_label(row.label)
+                ax.errorbar(sizes, mean, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
                 rows += [(row.label, k, m, sd, len(per_seed)) for k, m, sd in zip(sizes, mean, spread, strict=True)]
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [str(k) for k in sizes])
@@ -147,12 +155,13 @@ def _roc_and_det(task: str, curves: Sequence[tuple[str, np.ndarray, np.ndarray]]
         for i, (label, p_fa, p_miss) in enumerate(curves):
             line = _line_style(i)
             order = np.argsort(p_fa, kind="stable")
-            ax_roc.plot(p_fa[order], 1.0 - p_miss[order], label=label, **line)
+            ax_roc.plot(p_fa[order], 1.0 - p_miss[order], label=_legend_label(label), **line)
             roc_rows += [(label, f, 1.0 - m) for f, m in zip(p_fa[order], p_miss[order], strict=True)]
             # a DET plot's axes are normal deviates: rates of exactly 0 or 1 lie at infinity
             inside = (p_fa > 0) & (p_fa < 1) & (p_miss > 0) & (p_miss < 1)
             marker = "o" if inside.sum() < 5 else None  # near-binary answers give a point, not a curve
-            ax_det.plot(norm.ppf(p_fa[inside]), norm.ppf(p_miss[inside]), label=label, marker=marker, **line)
+            shown = _legend_label(label)
+            ax_det.plot(norm.ppf(p_fa[inside]), norm.ppf(p_miss[inside]), label=shown, marker=marker, **line)
             det_rows += [(label, f, m) for f, m in zip(p_fa, p_miss, strict=True)]
         ax_roc.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1)
         ax_roc.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC: {task}")
@@ -194,7 +203,8 @@ def plot_measure_by_parameter(
             means = [float(np.mean(points[system][x])) for x in xs]
             spread = [float(np.std(points[system][x])) for x in xs]
             style = _line_style(sorted(points).index(system))
-            ax.errorbar(xs, means, yerr=spread, marker="o", markersize=3, capsize=2, label=system, **style)
+            label = _legend_label(system)
+            ax.errorbar(xs, means, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
             rows += [(system, x, m, s, len(points[system][x])) for x, m, s in zip(xs, means, spread, strict=True)]
         ax.set(xlabel=parameter.replace("_", " "), ylabel=measure, title=f"{measure} against {parameter}: {task}")
         _legend(fig, ax, len(points))

@@ -199,3 +199,19 @@ def test_report_writes_every_name_as_text(recorded: Path, tmp_path: Path) -> Non
 def test_markdown_escapes() -> None:
     assert escape.markdown(" # a\\b|c\n[d](e) <f> ") == "\\# a\\\\b\\|c \\[d\\](e) &lt;f&gt;"
     assert escape.markdown_code("a`b\nc") == "`` a`b c ``" and escape.markdown_code("p/q") == "`p/q`"
+
+
+def test_plots_draw_names_as_text(tmp_path: Path) -> None:
+    """A name that is not valid mathtext ("$\\frac$") used to stop `harness plot` with matplotlib's ValueError, and a
+    name starting with "_" was left out of the legend: both are drawn as the text they are."""
+    names = ("a $\\frac$ b", "_hidden")
+    for k, name in enumerate(names):
+        answers = write_answers(tmp_path / f"answers-{k}.jsonl", 0.3 * k)
+        harness("score", "--task", "pan23", "--truth", SAMPLE / "test" / "truth.jsonl", "--answers", answers,
+                "--record", tmp_path / "runs" / f"system-{k}", "--system-name", name)  # fmt: skip
+    harness("plot", tmp_path / "runs", "--out", tmp_path / "figures")
+    roc = (tmp_path / "figures" / "roc-pan23.csv").read_text(encoding="utf-8")
+    assert all(name in roc for name in names)
+    from harness.plotting import _legend_label
+
+    assert _legend_label("_hidden") == "\u200b_hidden" and _legend_label("a_b") == "a_b"
