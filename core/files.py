@@ -407,6 +407,15 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def file_sha256(path: Path) -> str:
+    """The sha256 hex digest of a file's bytes, read in 1 MiB blocks (what `sha256sum` prints)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def sha256_files(paths: Iterable[Path], root: Path | None = None) -> str:
     """One sha256 over several files' relative names and bytes, in sorted order."""
     digest = hashlib.sha256()

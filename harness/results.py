@@ -6,14 +6,13 @@ elsewhere (a PAN submission); `harness leaderboard`, `plot` and `report` read th
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from core.errors import DataError, HarnessError
-from core.files import read_jsonl, write_json, write_jsonl
+from core.files import file_sha256, read_jsonl, write_json, write_jsonl
 from harness.metrics.table import higher_is_better
 from harness.provenance import environment
 from harness.task import Evaluation, TaskMetadata
@@ -88,11 +87,7 @@ def write_details(run_dir: Path, details: list[dict[str, Any]]) -> str:
 
 def details_checksum(path: Path) -> str:
     """The checksum "sha256:<hex>" of a details file's bytes (the hex is what `sha256sum details.jsonl` prints)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
+    return "sha256:" + file_sha256(path)
 
 
 def write_result_file(run_dir: Path, result: dict[str, Any]) -> None:

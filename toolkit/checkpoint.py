@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import HarnessError, OutputError
-from core.files import staged_folder
+from core.files import file_sha256, staged_folder
 from harness.runtime import RUNTIME_SETTINGS
 
 CONFIG_NAME = "config.json"
@@ -191,11 +191,7 @@ def _content_checksum(config: Mapping[str, Any]) -> str:
 
 
 def _file_checksum(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
+    return "sha256:" + file_sha256(path)
 
 
 def _json_kind(value: Any) -> str:

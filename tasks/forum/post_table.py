@@ -39,7 +39,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from core.files import SET_ASIDE_SUFFIX, find_temporaries, staging_folder, swap_folder
+from core.files import SET_ASIDE_SUFFIX, file_sha256, find_temporaries, staging_folder, swap_folder
 from tasks.forum.reader import iter_forum_posts
 from tasks.forum.records import ForumPost
 
@@ -145,7 +145,7 @@ def _read_marker(folder: Path) -> dict | None:
 def _file_records(folder: Path, parts: list[str]) -> dict[str, dict]:
     """{relative name: {"size", "sha256"}} of every file of the parts: what the marker records to check them by."""
     return {
-        file.relative_to(folder).as_posix(): {"size": file.stat().st_size, "sha256": _sha256(file)}
+        file.relative_to(folder).as_posix(): {"size": file.stat().st_size, "sha256": file_sha256(file)}
         for part in parts
         for file in sorted((folder / part).rglob("*"))
         if file.is_file()
@@ -168,20 +168,12 @@ def _damage(folder: Path, marker: dict) -> str | None:
             return f"{name} has {size} bytes, {record['size']} were written"
     for name, record in files.items():
         try:
-            digest = _sha256(folder / name)
+            digest = file_sha256(folder / name)  # sha256 beats blake2b where the CPU has SHA instructions
         except OSError as exc:
             return f"{name} cannot be read ({exc.strerror or exc})"
         if digest != record["sha256"]:
             return f"{name} changed since it was written"
     return None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()  # faster than blake2b where the CPU has SHA instructions (OpenSSL uses them)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _convert(path: Path, folder: Path) -> None:
