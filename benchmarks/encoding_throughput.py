@@ -57,9 +57,9 @@ def bare_seconds(extractor, texts: list[str], device: str, amp: bool) -> tuple[f
     """Seconds of the forward passes alone over the texts' chunks (tokenised and batched beforehand)."""
     import torch
 
-    from systems.siamese_bilstm.text_prep import prepare_text
     from toolkit.devices import autocast
     from toolkit.encoding import length_batches, pad, tokenize_many
+    from toolkit.text_prep import prepare_text
 
     distinct = list(dict.fromkeys(prepare_text(t) for t in texts))  # the pipeline encodes a repeated text once
     ids = tokenize_many(extractor.tokenizer, distinct, add_special_tokens=False)
@@ -84,7 +84,7 @@ def bare_seconds(extractor, texts: list[str], device: str, amp: bool) -> tuple[f
 def measure(device: str, texts: list[str], args: argparse.Namespace) -> float:
     import torch
 
-    from systems.siamese_bilstm.features import LayerFeatures
+    from toolkit.layer_features import LayerFeatures
 
     cuda = device.startswith("cuda")
     amp = cuda and not args.fp32

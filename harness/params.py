@@ -43,6 +43,16 @@ from core.errors import HarnessError
 NAME_KEY = "name"
 
 
+def coerce(part: object, field: str, kind: type) -> None:
+    """Store a part's field as `kind` (a JSON 1 as the float 1.0), or refuse it with a message naming it."""
+    value = getattr(part, field)
+    try:
+        converted = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{field} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
+    object.__setattr__(part, field, converted)  # frozen: set once, while the part is made
+
+
 def is_part(value: Any) -> bool:
     """A part: a dataclass instance (not a class) with a `name`."""
     return dataclasses.is_dataclass(value) and not isinstance(value, type) and hasattr(value, NAME_KEY)

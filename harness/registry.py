@@ -118,6 +118,11 @@ SYSTEMS: dict[str, Entry] = {
         "character + word TF-IDF, SVD, within-author covariance normalisation (speaker verification's WCCN), cosine",
         serves=VERIFICATION,
     ),
+    "encoder_wccn": Entry(
+        "systems.encoder_wccn:EncoderWccn",
+        "frozen transformer's lower-layer [CLS] vectors (MiniLM layers 1-4), PCA, WCCN, cosine (neural extra)",
+        serves=VERIFICATION,
+    ),
     "length_ratio": Entry(
         "systems.baselines.length_ratio:LengthRatio",
         "sanity floor: ratio of the texts' lengths (shorter / longer), abstain band tuned on train",

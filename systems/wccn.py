@@ -37,35 +37,8 @@ from core.errors import DataError, HarnessError
 from core.files import read_jsonl
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from toolkit.calibration import fit_then_score
-from toolkit.splits import UnionFind
-from toolkit.style_space import Basis, StyleSpace, check_space_params, fit_basis, fit_space
+from toolkit.style_space import Basis, StyleSpace, check_space_params, fit_basis, fit_space, text_authors
 from toolkit.verifier import CalibratedVerifier
-
-
-def text_authors(
-    problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth]
-) -> tuple[list[str], np.ndarray]:
-    """The distinct texts of `problems` and an author group per text (see the module docstring, step 1)."""
-    texts: dict[str, int] = {}
-    names: dict[str, int] = {}
-    groups = UnionFind()
-
-    def node(key: str, table: dict[str, int]) -> int:
-        if key not in table:
-            table[key] = groups.add()
-        return table[key]
-
-    for problem in problems:
-        ids = [node(text, texts) for text in problem.texts]
-        for other in ids[1:-1]:
-            groups.union(ids[0], other)
-        record = truth[problem.id]
-        if record.same:
-            groups.union(ids[0], ids[-1])
-        if record.authors is not None and len(record.authors) == len(ids):
-            for text_id, author in zip(ids, record.authors, strict=True):
-                groups.union(text_id, node(str(author), names))
-    return list(texts), np.array([groups.find(i) for i in texts.values()], dtype=np.int64)
 
 
 def background_documents(path: Path, *, count: int, length: int, seed: int) -> list[str]:

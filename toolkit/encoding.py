@@ -1,7 +1,7 @@
 """Token sequences -> model outputs in length-sorted batches, the next group prepared while the device works.
 
 The one encoding path of the systems that run a frozen transformer over many texts
-(systems.siamese_bilstm.features, systems.forum_encoder.encoding). The caller hands over `Group`s:
+(toolkit.layer_features, systems.forum_encoder.encoding). The caller hands over `Group`s:
 texts (by key) and their token sequences, one or more per text (chunks), special tokens included.
 `encode_groups` then, for each group in turn:
 

@@ -28,7 +28,9 @@ from scipy import sparse
 
 from core.errors import HarnessError
 from core.progress import Progress
+from core.records import VerificationProblem, VerificationTruth
 from harness.seeding import legacy_seed
+from toolkit.splits import UnionFind
 from toolkit.tfidf import WORD_TOKEN_PATTERN, TfidfModel
 
 CHAR_ANALYZER: dict[str, Any] = {"analyzer": "char", "ngram_range": (1, 4), "lowercase": False}
@@ -112,6 +114,34 @@ class StyleSpace(NamedTuple):
         if len(char.vocabulary) > char_features or len(word.vocabulary) > word_features:
             raise HarnessError(f"{where}: the vocabularies are larger than char_features/word_features allow")
         return cls(Basis(char, word, components), mean, whitening)
+
+
+def text_authors(
+    problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth]
+) -> tuple[list[str], np.ndarray]:
+    """The distinct texts of `problems` and an author group per text: the truth's author names where it gives them,
+    joined with what the problems say (a problem's known texts share an author; a same-author problem's unknown text
+    shares it too), so PAN 2013-2015 data, which names no authors, has author groups as well."""
+    texts: dict[str, int] = {}
+    names: dict[str, int] = {}
+    groups = UnionFind()
+
+    def node(key: str, table: dict[str, int]) -> int:
+        if key not in table:
+            table[key] = groups.add()
+        return table[key]
+
+    for problem in problems:
+        ids = [node(text, texts) for text in problem.texts]
+        for other in ids[1:-1]:
+            groups.union(ids[0], other)
+        record = truth[problem.id]
+        if record.same:
+            groups.union(ids[0], ids[-1])
+        if record.authors is not None and len(record.authors) == len(ids):
+            for text_id, author in zip(ids, record.authors, strict=True):
+                groups.union(text_id, node(str(author), names))
+    return list(texts), np.array([groups.find(i) for i in texts.values()], dtype=np.int64)
 
 
 def tfidf_rows(char: TfidfModel, word: TfidfModel, texts: Sequence[str]) -> sparse.csr_matrix:

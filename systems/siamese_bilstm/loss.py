@@ -24,8 +24,8 @@ from typing import ClassVar
 
 import torch
 
+from harness.params import coerce
 from systems.siamese_bilstm.model import cosine_matrix
-from systems.siamese_bilstm.settings import coerce
 from toolkit.metric_losses import LossFunction
 
 

@@ -13,7 +13,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from systems.siamese_bilstm.settings import coerce
+from harness.params import coerce
 
 
 @dataclass(frozen=True)

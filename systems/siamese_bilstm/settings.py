@@ -9,17 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from harness.params import coerce
 from toolkit.calibration import band_grid, check_objective
-
-
-def coerce(part: object, field: str, kind: type) -> None:
-    """Store a part's field as `kind` (a JSON 1 as the float 1.0), or refuse it with a message naming it."""
-    value = getattr(part, field)
-    try:
-        converted = kind(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{field} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
-    object.__setattr__(part, field, converted)  # frozen: set once, while the part is made
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@ from core.progress import duration
 from core.records import VerificationData, VerificationProblem
 from harness.params import build
 from systems.siamese_bilstm.data import AuthorSplit, Corpus, author_pool, collect_corpus, split_validation
-from systems.siamese_bilstm.features import LayerFeatures, LayerFeaturesConfig
 from systems.siamese_bilstm.loss import ModifiedContrastive
 from systems.siamese_bilstm.model import BiLSTMHead, BiLSTMHeadConfig
 from systems.siamese_bilstm.routing import (
@@ -57,6 +56,7 @@ from systems.siamese_bilstm.settings import SiameseTraining as Training
 from toolkit.calibration import AbstainBand, class_balanced
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.devices import autocast, resolve_device
+from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
 from toolkit.legacy import LegacyParams
 from toolkit.pretrained import identity_matches
 from toolkit.training import train_epochs

@@ -16,8 +16,8 @@ from sklearn.metrics import roc_auc_score
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from harness.registry import system_class
-from systems.wccn import WccnCosine, background_documents, text_authors
-from toolkit.style_space import WORD_ANALYZER
+from systems.wccn import WccnCosine, background_documents
+from toolkit.style_space import WORD_ANALYZER, text_authors
 from toolkit.tfidf import TfidfModel
 
 CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")

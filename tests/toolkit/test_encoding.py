@@ -17,10 +17,10 @@ pytest.importorskip("transformers")
 
 from helpers.tiny_encoder import make_tiny_encoder  # noqa: E402
 
-from systems.siamese_bilstm.chunking import chunk_text  # noqa: E402
-from systems.siamese_bilstm.features import LayerFeatures  # noqa: E402
-from systems.siamese_bilstm.text_prep import prepare_text  # noqa: E402
+from toolkit.chunking import chunk_text  # noqa: E402
 from toolkit.encoding import Group, encode_groups, growing, length_batches, pad, portions, tokenize_many  # noqa: E402
+from toolkit.layer_features import LayerFeatures  # noqa: E402
+from toolkit.text_prep import prepare_text  # noqa: E402
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "it", "was", "not", "amused;", "she", "said:", "42"]
 WORDS += ["times,", "'no!'", "(really)", "-", "we"]
@@ -219,7 +219,7 @@ def test_batched_chunks_of_real_posts_with_minilm_are_chunk_texts_chunks(forum_p
 def test_features_match_the_per_text_reference_on_the_tiny_encoder(
     tiny: Path, tmp_path: Path, monkeypatch, small_groups
 ):
-    from systems.siamese_bilstm import features
+    from toolkit import layer_features as features
 
     if small_groups:  # groups cut by text count and by chunk count, shards by both too
         for name, value in [

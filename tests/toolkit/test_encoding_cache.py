@@ -126,7 +126,7 @@ def test_layer_features_write_one_shard_per_group_and_read_them_back(tmp_path: P
     pytest.importorskip("transformers")
     from helpers.tiny_encoder import make_tiny_encoder
 
-    from systems.siamese_bilstm import features
+    from toolkit import layer_features as features
 
     encoder = make_tiny_encoder(tmp_path / "enc", layers=2, hidden=8)
     monkeypatch.setattr(features, "TEXTS_PER_SHARD", 5)

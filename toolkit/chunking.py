@@ -1,4 +1,4 @@
-"""Overlapping chunks of at most `max_tokens` tokens, cut where the encoder's tokenizer says.
+"""Overlapping chunks of at most `max_tokens` tokens, cut where the encoder's tokenizer says (as the BERT-BiLSTM paper).
 
 A text is tokenised once, without special tokens; its token ids are cut into windows of
 `max_tokens - <special tokens>` ids (126 for BERT's [CLS] ... [SEP]); consecutive windows start

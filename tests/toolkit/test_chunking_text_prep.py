@@ -1,4 +1,4 @@
-"""siamese_bilstm text preparation and chunking: digit masking, tag removal, overlapping chunks."""
+"""toolkit.text_prep and toolkit.chunking: digit masking, tag removal, overlapping chunks."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from systems.siamese_bilstm.chunking import chunk_spans, default_stride, spread
-from systems.siamese_bilstm.text_prep import mask_digits, prepare_text, strip_tags
+from toolkit.chunking import chunk_spans, default_stride, spread
+from toolkit.text_prep import mask_digits, prepare_text, strip_tags
 
 
 def test_digits_are_masked_with_one_keeping_length_and_format():
@@ -58,7 +58,7 @@ def test_chunk_text_with_a_real_tokenizer_stays_within_max_tokens(tmp_path: Path
     from helpers.tiny_encoder import make_tiny_encoder
     from transformers import AutoTokenizer
 
-    from systems.siamese_bilstm.chunking import chunk_text, special_tokens
+    from toolkit.chunking import chunk_text, special_tokens
 
     folder = make_tiny_encoder(tmp_path / "enc")
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)

@@ -1,4 +1,5 @@
-"""Frozen-encoder features: the [CLS] vector of every encoder layer for every chunk, cached on disk.
+"""Frozen-encoder features: the [CLS] vector of every encoder layer for every chunk, cached on disk (siamese_bilstm,
+encoder_wccn).
 
 The encoder is frozen, so a chunk's features never change: they are computed once per
 (encoder, chunking, text) and kept in a sharded store (toolkit.feature_store) under
@@ -32,12 +33,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.progress import Progress
-from systems.siamese_bilstm.chunking import chunk_spans, default_stride, special_tokens, spread
-from systems.siamese_bilstm.settings import coerce
-from systems.siamese_bilstm.text_prep import PREP_VERSION, prepare_text
+from harness.params import coerce
+from toolkit.chunking import chunk_spans, default_stride, special_tokens, spread
 from toolkit.encoding import Group, encode_groups, growing, portions, tokenize_many
 from toolkit.feature_store import ShardStore, cache_key, namespace_folder
 from toolkit.pretrained import encoder_identity, resolve_encoder
+from toolkit.text_prep import PREP_VERSION, prepare_text
 
 logger = logging.getLogger("harness")
 
@@ -53,7 +54,10 @@ FIRST_GROUP = 256
 
 
 def default_cache_dir() -> Path:
-    """`$HARNESS_CACHE_DIR/siamese_bilstm`, else `~/.cache/harness/siamese_bilstm`."""
+    """`$HARNESS_CACHE_DIR/siamese_bilstm`, else `~/.cache/harness/siamese_bilstm`.
+
+    The folder keeps the name of the system that first used it, so caches written before the features moved to
+    the toolkit stay valid; every system reading these features (siamese_bilstm, encoder_wccn) shares it."""
     root = os.environ.get("HARNESS_CACHE_DIR")
     base = Path(root) if root else Path.home() / ".cache" / "harness"
     return base / "siamese_bilstm"

@@ -1,4 +1,4 @@
-"""Text preparation as the paper does it: tags removed, every digit masked with '1'.
+"""Text preparation as the BERT-BiLSTM paper (Petropoulos, PAN 2023) does it: tags removed, every digit masked with '1'.
 
 PAN 2020-2023 texts mark line breaks and anonymised spans with tags (`<nl>`, `<new>`, `<addr1_FN>`)
 and e-mails carry HTML; those are corpus artefacts, not style, so they are removed. Digits are
