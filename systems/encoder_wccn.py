@@ -12,16 +12,14 @@
    the abstain band is fitted on out-of-fold scores, each fold's centring, PCA and whitening fitted without the
    held-out problems (the encoder is frozen and sees no label, so its features are computed once).
 
-Why the lower layers (default: 1 to two thirds of the encoder's depth, 1-4 of all-MiniLM-L6-v2's 6): the top layers
-of a sentence encoder are trained to say what a text means, which across discourse types is topic; the lower and
-middle layers hold more of its surface form and syntax (Jawahar et al., ACL 2019; Tenney et al., ACL 2019). The
+The layers are by default the lower two thirds of the encoder (`toolkit.layer_features.lower_layers`: 1-4 of
+all-MiniLM-L6-v2's 6), which hold more of how a text is written than of what it says. The
 authors come from the truth's names joined with what the problems say (`toolkit.style_space.text_authors`), so
 PAN 2013-2015 data works too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,17 +37,12 @@ from toolkit.style_space import text_authors, within_author_whitening
 from toolkit.verifier import CalibratedVerifier
 
 
-def lower_layers(num_layers: int) -> list[int]:
-    """The default layers: 1 to ceil(2/3 of the depth) (1-4 of 6, 1-8 of 12); all of a 1- or 2-layer encoder."""
-    return list(range(1, max(1, math.ceil(2 * num_layers / 3)) + 1))
-
-
 class EncoderWccn(CalibratedVerifier):
     """Cosine of whitened frozen-encoder layer vectors; see the module docstring.
 
     Parts:
         encoder: the frozen encoder and its chunks (`LayerFeaturesConfig`: model, layers, max_tokens, stride,
-            max_chunks_per_text); layers None is `lower_layers` of the encoder's depth.
+            max_chunks_per_text); layers None is `toolkit.layer_features.lower_layers` of the encoder's depth.
     Settings:
         dimensions: the PCA's size (capped at the training texts less one).
         shrinkage: the share of a scaled identity added to the within-author covariance (0: full whitening).
@@ -115,11 +108,7 @@ class EncoderWccn(CalibratedVerifier):
         assert train.truth is not None  # training_labels checked it
         truth = train.truth
         extractor = self.extractor()
-        self._layers = (
-            lower_layers(extractor.num_layers)
-            if self.encoder.layers is None
-            else self.encoder.layer_indices(extractor.num_layers)
-        )
+        self._layers = self.encoder.layer_indices(extractor.num_layers)
         self._encoder_identity = extractor.identity
         texts = list(dict.fromkeys(text for problem in train.problems for text in problem.texts))
         vectors = dict(zip(texts, self._text_vectors(texts, desc="encoding training texts"), strict=True))

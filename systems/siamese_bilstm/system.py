@@ -1,6 +1,6 @@
 """`siamese_bilstm`: the BERT-BiLSTM Siamese ensemble of Petropoulos (PAN 2023 notebook).
 
-A frozen encoder gives each text chunk the sequence of its per-layer [CLS] vectors (layers 2..L);
+A frozen encoder gives each text chunk the sequence of its per-layer [CLS] vectors (its lower layers, see below);
 a Bi-LSTM head, trained with a modified contrastive loss on batches of distinct authors (the paper's
 batch of 32 chunks: 16 authors x 2 chunks from two different texts), turns it into an embedding.
 A text's embedding is the mean of its chunks' embeddings; a problem's score is the cosine
@@ -16,6 +16,13 @@ open-set held-out split (0.697, 0.67 and 0.56 for its two sub-models and the gen
 abstain band (a plain threshold among them) on the validation problems of held-out authors, with the classes weighed
 alike (`Calibration.balance_classes`): those problems are mostly same-author (a different-author one needs both
 authors held out), and an `overall` band fitted on them answered "same" to every test problem (issue 27).
+
+Two more departures, for discourse types the heads cannot learn from a few training authors (issue 27; CMCC
+cross-genre, 7 training authors, seed 0: AUC 0.52 with the paper's layers 2..6 of MiniLM, with or without the
+whitening; 0.54 with layers 1-4 alone; 0.68 with both): the layers are by default the lower two thirds of the encoder
+(`toolkit.layer_features.lower_layers`, 1-4 of all-MiniLM-L6-v2's 6; the paper used 2..12 of BERT-base), which hold
+more of how a text is written than of what it says; and each head's text embeddings are whitened by the covariance
+of one training author's texts (`whitening`, `_fit_whitening`; None scores them as the paper does).
 
 Raw scores: a cosine c in [-1, 1] becomes (1 + c) / 2 in [0, 1] before calibration, a monotone map
 that keeps the whole range (calibration clips to [0, 1]). The ensemble's raw score is the mean of
@@ -59,6 +66,7 @@ from toolkit.devices import autocast, resolve_device
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
 from toolkit.legacy import LegacyParams
 from toolkit.pretrained import identity_matches
+from toolkit.style_space import within_author_whitening
 from toolkit.training import train_epochs
 from toolkit.verifier import CalibratedVerifier
 
@@ -107,6 +115,8 @@ class SiameseBiLSTM(CalibratedVerifier):
             written/oral groups for PAN 2023's four types, else one group per type.
         scoring: "mean_embedding" (cosine of mean chunk embeddings) or "chunk_pairs" (mean cosine
             over all known x unknown chunk pairs).
+        whitening: the shrinkage of each head's within-author covariance normalisation (`_fit_whitening`;
+            not in the paper); None scores the head's embeddings as they are, as the paper does.
     Run-time settings:
         device: "auto", "cpu" or "cuda"; mixed_precision: autocast on CUDA (ignored on CPU).
         cache_dir: where encoder features are cached (None: $HARNESS_CACHE_DIR/siamese_bilstm or
@@ -119,7 +129,10 @@ class SiameseBiLSTM(CalibratedVerifier):
     FITTED: ClassVar[tuple[str, ...]] = ("_bands",)
     PART_CHOICES: ClassVar[dict[str, tuple[type, ...]]] = {"loss": (ModifiedContrastive,)}
     # flat checkpoints (encoder a name or None, not a part) made today's
-    LEGACY_PARAMS: ClassVar[LegacyParams] = LegacyParams(slot="encoder", renames=_FLAT_RENAMES)
+    # checkpoints written before the whitening are scored unwhitened, as they were
+    LEGACY_PARAMS: ClassVar[LegacyParams] = LegacyParams(
+        slot="encoder", renames=_FLAT_RENAMES, absent={"whitening": None}
+    )
 
     # parts are frozen dataclasses: a shared default instance is safe (hence noqa B008)
     def __init__(
@@ -131,6 +144,7 @@ class SiameseBiLSTM(CalibratedVerifier):
         calibration: Calibration = Calibration(),  # noqa: B008
         groups: Mapping[str, Sequence[str]] | None = None,
         scoring: str = "mean_embedding",
+        whitening: float | None = 0.1,
         device: str = "auto",
         mixed_precision: bool = True,
         cache_dir: str | None = None,
@@ -146,6 +160,8 @@ class SiameseBiLSTM(CalibratedVerifier):
             if not isinstance(value, kinds):
                 names = " or ".join(kind.__name__ for kind in kinds)
                 raise HarnessError(f"{slot} must be a {names} part, not {value!r} (harness.params.build makes one)")
+        if whitening is not None and not whitening >= 0:
+            raise HarnessError(f"whitening is a shrinkage >= 0 or None (off), not {whitening!r}")
         if scoring not in SCORINGS:
             raise HarnessError(f"scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
         super().__init__(locals())
@@ -164,6 +180,7 @@ class SiameseBiLSTM(CalibratedVerifier):
         self._bands: dict[str, AbstainBand] | None = None
         self._layer_index: list[int] | None = None
         self._encoder_identity: str | None = None
+        self._whitening: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # head -> (mean, W) of its text embeddings
         self._info: dict[str, Any] = {}
         self._predict_info: dict[str, Any] = {}
         self._extractor: LayerFeatures | None = None
@@ -221,6 +238,9 @@ class SiameseBiLSTM(CalibratedVerifier):
             )
         self._layer_index = layer_index
         self._encoder_identity = extractor.identity
+        self._whitening = {}
+        if self.whitening is not None:
+            self._whitening = self._fit_whitening(corpus, split, features)
 
         with duration("siamese_bilstm calibration", timings):
             calibration = self._calibrate(train, corpus, split, features)
@@ -287,6 +307,8 @@ class SiameseBiLSTM(CalibratedVerifier):
             for name, head in self._heads.items()
             for key, value in head.state_dict().items()
         }
+        for name, (mean, whitening) in self._whitening.items():
+            arrays[f"whitening/{name}/mean"], arrays[f"whitening/{name}/matrix"] = mean, whitening
         state = {
             "encoder_identity": self._encoder_identity,
             "layers": self._layer_index,
@@ -297,6 +319,7 @@ class SiameseBiLSTM(CalibratedVerifier):
             **self.band_state(),
             "batch_size_counts": BATCH_UNIT,
             "info": self._info,
+            "whitened_heads": sorted(self._whitening),
         }
         return state, arrays
 
@@ -351,6 +374,15 @@ class SiameseBiLSTM(CalibratedVerifier):
         system._layer_index = layers
         system._encoder_identity = expected
         system._info = state.get("info", {})
+        for name in state.get("whitened_heads", []):  # absent in checkpoints written before the whitening
+            try:
+                mean = np.asarray(arrays[f"whitening/{name}/mean"], dtype=np.float64)
+                matrix = np.asarray(arrays[f"whitening/{name}/matrix"], dtype=np.float64)
+            except KeyError:
+                raise HarnessError(f"{directory}: the {name!r} head's whitening is missing; refit it") from None
+            if name not in names or matrix.shape != (len(mean), len(mean)):
+                raise HarnessError(f"{directory}: the {name!r} head's whitening does not fit its head; refit it")
+            system._whitening[str(name)] = (mean, matrix)
         device = system.torch_device()
         for name in names:
             head = system.head.build(input_size)
@@ -442,26 +474,56 @@ class SiameseBiLSTM(CalibratedVerifier):
         )
         return head.eval(), epochs
 
+    def _fit_whitening(
+        self, corpus: Corpus, split: AuthorSplit, features: Sequence[np.ndarray]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per head: the mean and the within-author whitening of the training authors' text embeddings (all types).
+
+        A head trained on a few authors maps two texts of one author in two genres apart; the covariance of one
+        author's texts, estimated in closed form on the same training authors (never the validation ones, whose
+        problems fit the bands), says in which directions, and the whitening makes them count little in the cosine
+        (`toolkit.style_space.within_author_whitening`, the `wccn` systems' step)."""
+        ids = [i for i, author in enumerate(corpus.authors) if author in split.train_authors]
+        authors = np.array([corpus.authors[i] for i in ids])
+        whitening = {}
+        for name in self._heads:
+            vectors = np.stack([chunks.mean(axis=0) for chunks in self._embed(name, [features[i] for i in ids])])
+            mean = vectors.mean(axis=0)
+            try:
+                whitening[name] = (mean, within_author_whitening(vectors - mean, authors, self.whitening)[0])
+            except HarnessError:  # no training author with two texts: this head is scored unwhitened
+                logger.warning("%s: no training author has two texts; the %r head is not whitened", self.name, name)
+        return whitening
+
+    def _embed(self, name: str, features: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Each text's chunk embeddings by head `name` (float64), whitened where the head has a whitening."""
+        assert self._layer_index is not None
+        rows, matrix = _stack(features, self._layer_index)
+        device = self.torch_device()
+        parts = []
+        with torch.inference_mode(), autocast(device, self.mixed_precision):
+            for start in range(0, matrix.shape[0], 4096):
+                batch = torch.from_numpy(matrix[start : start + 4096]).to(device)
+                parts.append(self._heads[name](batch).float().cpu().numpy())
+        embedded = np.concatenate(parts).astype(np.float64) if parts else np.zeros((0, 0))
+        if name in self._whitening:
+            mean, whitening = self._whitening[name]
+            embedded = (embedded - mean) @ whitening
+        return [embedded[r] for r in rows]
+
     def _route_scores(
         self, features: Sequence[np.ndarray], problem_texts: Sequence[tuple[int, ...]]
     ) -> dict[str, np.ndarray]:
         """Raw scores of every head: (1 + cosine) / 2 of each problem's known side and unknown text."""
-        assert self._layer_index is not None
         used = sorted({i for ids in problem_texts for i in ids})
         position = {i: n for n, i in enumerate(used)}
-        rows, matrix = _stack([features[i] for i in used], self._layer_index)
-        device = self.torch_device()
         raw: dict[str, np.ndarray] = {}
-        for name, head in self._heads.items():
-            parts = []
-            with torch.inference_mode(), autocast(device, self.mixed_precision):
-                for start in range(0, matrix.shape[0], 4096):
-                    parts.append(head(torch.from_numpy(matrix[start : start + 4096]).to(device)).float().cpu().numpy())
-            embedded = np.concatenate(parts).astype(np.float64)
+        for name in self._heads:
+            embedded = self._embed(name, [features[i] for i in used])
             scores = np.empty(len(problem_texts), dtype=np.float64)
             for p, ids in enumerate(problem_texts):
-                known = embedded[np.concatenate([rows[position[i]] for i in ids[:-1]])]
-                unknown = embedded[rows[position[ids[-1]]]]
+                known = np.concatenate([embedded[position[i]] for i in ids[:-1]])
+                unknown = embedded[position[ids[-1]]]
                 if self.scoring == "mean_embedding":
                     cosine = float(
                         _cosine(known.mean(axis=0, keepdims=True), unknown.mean(axis=0, keepdims=True))[0, 0]

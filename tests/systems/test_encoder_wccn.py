@@ -19,7 +19,8 @@ from core.errors import HarnessError  # noqa: E402
 from core.records import VerificationData, VerificationProblem, VerificationTruth  # noqa: E402
 from harness.params import build  # noqa: E402
 from harness.registry import system_class  # noqa: E402
-from systems.encoder_wccn import EncoderWccn, lower_layers  # noqa: E402
+from systems.encoder_wccn import EncoderWccn  # noqa: E402
+from toolkit.layer_features import lower_layers  # noqa: E402
 
 CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")
 

@@ -27,6 +27,7 @@ from core.errors import HarnessError  # noqa: E402
 from core.records import NO_ANSWER, VerificationData, VerificationProblem, VerificationTruth  # noqa: E402
 from harness.params import build  # noqa: E402
 from harness.runtime import load_like  # noqa: E402
+from systems.siamese_bilstm.data import collect_corpus, split_validation  # noqa: E402
 from systems.siamese_bilstm.loss import ModifiedContrastive  # noqa: E402
 from systems.siamese_bilstm.model import BiLSTMHeadConfig  # noqa: E402
 from systems.siamese_bilstm.routing import ENSEMBLE  # noqa: E402
@@ -124,6 +125,43 @@ def test_answers_are_the_routed_models_calibrated_scores_with_an_abstain_band(fi
         system._bands = saved
 
 
+def test_each_head_is_whitened_by_the_training_authors_only_and_none_scores_unwhitened(
+    fitted, encoder: Path, tmp_path: Path
+):
+    """The whitening of a head is centred on the embeddings of the training authors' texts (not the validation
+    authors', whose problems fit the bands); it changes the scores; a checkpoint keeps it; whitening=None (the
+    paper's scoring, and every checkpoint written before it) leaves the head's embeddings as they are."""
+    system, cache = fitted
+    assert set(system._whitening) == set(system._heads)
+    corpus = collect_corpus(make_split(0))
+    split = split_validation(corpus, system.calibration.validation_share, seed=0)
+    features = system.extractor().features(corpus.texts)
+    ids = [i for i, author in enumerate(corpus.authors) if author in split.train_authors]
+    assert 0 < len(ids) < len(corpus.texts)
+    saved = system._whitening
+    try:
+        system._whitening = {}
+        plain = [chunks.mean(axis=0) for chunks in system._embed("general", [features[i] for i in ids])]
+        np.testing.assert_allclose(saved["general"][0], np.mean(plain, axis=0), rtol=1e-9, atol=1e-12)
+        test = [t for p in make_split(1).problems for t in p.texts]
+        problem_texts = [(2 * i, 2 * i + 1) for i in range(len(test) // 2)]
+        unwhitened = system._route_scores(system.extractor().features(test), problem_texts)["general"]
+    finally:
+        system._whitening = saved
+    whitened = system._route_scores(system.extractor().features(test), problem_texts)["general"]
+    assert not np.allclose(whitened, unwhitened)
+    system.save(tmp_path / "ckpt")
+    again = SiameseBiLSTM.load(tmp_path / "ckpt", runtime={"cache_dir": str(cache)})
+    assert set(again._whitening) == set(system._heads)
+
+    unfitted = small(encoder, cache, {"whitening": None})
+    unfitted.fit(make_split(0), seed=0)
+    assert unfitted._whitening == {}
+    unfitted.save(tmp_path / "plain")
+    config = json.loads((tmp_path / "plain" / "config.json").read_text(encoding="utf-8"))
+    assert config["state"]["whitened_heads"] == [] and config["params"]["whitening"] is None
+
+
 def test_checkpoint_round_trip_gives_the_same_answers(fitted, tmp_path: Path):
     system, _ = fitted
     test = make_split(2)
@@ -141,7 +179,7 @@ def test_checkpoint_round_trip_gives_the_same_answers(fitted, tmp_path: Path):
         "max_chunks_per_text": None,
     }
     assert config["params"]["training"]["epochs"] == 2 and config["params"]["loss"]["name"] == "modified_contrastive"
-    assert config["state"]["layers"] == [2, 3]
+    assert config["state"]["layers"] == [1, 2]  # lower_layers(3): the lower two thirds of the tiny encoder
     assert set(config["state"]["bands"]) == {"general", "written", "oral", ENSEMBLE}
     assert config["state"]["groups"] == {"written": ["email", "essay"], "oral": ["interview", "speech_transcription"]}
     loaded = load_like(system, tmp_path / "ckpt")  # run-time settings (device, cache_dir) are not the checkpoint's
@@ -224,6 +262,7 @@ def test_parts_are_objects_with_defaults_and_dotted_parameters_set_their_fields(
     ("params", "message"),
     [
         ({"scoring": "max"}, "scoring must be one of"),
+        ({"whitening": -0.1}, "whitening is a shrinkage >= 0 or None (off)"),
         ({"groups": {"general": ["essay"]}}, "groups: group name 'general'"),
         ({"training.batch_size": 2}, "siamese_bilstm: training: batch_size must be at least 4, got 2"),
         ({"training.batch_size": 5}, "siamese_bilstm: training: batch_size counts chunks, two per author"),
