@@ -36,8 +36,8 @@ from verification_pan import parse_params  # noqa: E402  (this folder is the scr
 from harness.data_location import DataLocation  # noqa: E402
 from harness.runner import run_folder  # noqa: E402
 
-SYSTEMS = ("length_ratio", "cngdist", "tfidf", "wccn", "compressor", "pair_features", "impostors", "unmasking",
-           "stacked", "char_lm", "siamese_bilstm")  # fmt: skip
+SYSTEMS = ("length_ratio", "cngdist", "tfidf", "wccn", "encoder_wccn", "compressor", "pair_features", "impostors",
+           "unmasking", "stacked", "char_lm", "siamese_bilstm")  # fmt: skip
 CMCC_PATTERN = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt"
 MEASURES = ("overall", "auc", "c_at_1", "f_05_u", "f1", "brier")
 
