@@ -32,7 +32,7 @@ from systems.siamese_bilstm.loss import ModifiedContrastive  # noqa: E402
 from systems.siamese_bilstm.model import BiLSTMHeadConfig  # noqa: E402
 from systems.siamese_bilstm.routing import ENSEMBLE  # noqa: E402
 from systems.siamese_bilstm.settings import Calibration, SiameseTraining  # noqa: E402
-from systems.siamese_bilstm.system import SiameseBiLSTM  # noqa: E402
+from systems.siamese_bilstm.system import SiameseBiLSTM, _keep_order  # noqa: E402
 from toolkit.calibration import AbstainBand  # noqa: E402
 from toolkit.layer_features import LayerFeaturesConfig  # noqa: E402
 
@@ -160,6 +160,19 @@ def test_each_head_is_whitened_by_the_training_authors_only_and_none_scores_unwh
     unfitted.save(tmp_path / "plain")
     config = json.loads((tmp_path / "plain" / "config.json").read_text(encoding="utf-8"))
     assert config["state"]["whitened_heads"] == [] and config["params"]["whitening"] is None
+
+
+def test_the_ensemble_keeps_the_order_its_members_abstain_on():
+    """A member's band makes its answers, but inside the band its scores stay in order (0.49..0.51), so an ensemble
+    of members that abstain on most problems still ranks them; outside the band the answers are the band's."""
+    band = AbstainBand(0.3, 0.7)
+    scores = np.array([0.1, 0.3, 0.35, 0.5, 0.65, 0.7, 0.9])
+    kept = _keep_order(scores, band)
+    inside = (scores > 0.3) & (scores < 0.7)
+    np.testing.assert_array_equal(kept[~inside], band.apply(scores[~inside]))
+    assert np.all(np.diff(kept) > 0) and np.all((kept[inside] > 0.49) & (kept[inside] < 0.51))
+    assert kept[3] == pytest.approx(0.5)
+    assert set(band.apply(scores[inside])) == {NO_ANSWER}  # what the ensemble averaged before: no order at all
 
 
 def test_checkpoint_round_trip_gives_the_same_answers(fitted, tmp_path: Path):
