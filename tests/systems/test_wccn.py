@@ -99,7 +99,9 @@ def test_on_cmcc_whitening_separates_held_out_authors_across_genres(cmcc: Path, 
         if shrinkage == 0.1:
             system.save(tmp_path / "model")
             loaded = WccnCosine.load(tmp_path / "model")
-            np.testing.assert_array_equal(loaded.raw_scores(test_problems[:200]), scores[:200])
+            # the same problems on both sides: BLAS may round a batch of other size one ulp apart
+            first = test_problems[:200]
+            np.testing.assert_array_equal(loaded.raw_scores(first), system.raw_scores(first))
             assert system.info["authors_with_two_texts"] == 7
     assert aucs[0.1] > aucs[1e6] + 0.05, aucs
 
