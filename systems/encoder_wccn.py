@@ -33,7 +33,7 @@ from toolkit.calibration import fit_then_score
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
 from toolkit.pretrained import identity_matches
-from toolkit.style_space import text_authors, within_author_whitening
+from toolkit.style_space import cosine_scores, distinct_texts, text_authors, within_author_whitening
 from toolkit.verifier import CalibratedVerifier
 
 
@@ -170,10 +170,7 @@ class EncoderWccn(CalibratedVerifier):
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(1 + cosine) / 2 of each problem's whitened known (mean) and unknown vectors."""
         self._check_fitted()
-        for problem in problems:
-            if len(problem.texts) < 2:
-                raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
-        texts = list(dict.fromkeys(text for problem in problems for text in problem.texts))
+        texts = distinct_texts(problems)
         vectors = dict(zip(texts, self._text_vectors(texts, desc="encoding texts"), strict=True))
         assert self._mean is not None and self._projection is not None and self._whitening is not None
         return self._similarities(problems, vectors, self._mean, self._projection, self._whitening)
@@ -186,16 +183,9 @@ class EncoderWccn(CalibratedVerifier):
         projection: np.ndarray,
         whitening: np.ndarray,
     ) -> np.ndarray:
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            return ((np.stack([vectors[text] for text in texts]) - mean) @ projection) @ whitening
-
-        scores = np.empty(len(problems))
-        for p, problem in enumerate(problems):
-            known = embed(problem.known).mean(axis=0)
-            unknown = embed([problem.unknown])[0]
-            norms = np.linalg.norm(known) * np.linalg.norm(unknown)
-            scores[p] = (1.0 + (float(known @ unknown / norms) if norms > 0 else 0.0)) / 2.0
-        return np.clip(scores, 0.0, 1.0)
+        texts = distinct_texts(problems)
+        whitened = ((np.stack([vectors[text] for text in texts]) - mean) @ projection) @ whitening
+        return cosine_scores(problems, texts, whitened)
 
     # -- checkpoint ------------------------------------------------------------------------------------------------
 

@@ -37,7 +37,16 @@ from core.errors import DataError, HarnessError
 from core.files import read_jsonl
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from toolkit.calibration import fit_then_score
-from toolkit.style_space import Basis, StyleSpace, check_space_params, fit_basis, fit_space, text_authors
+from toolkit.style_space import (
+    Basis,
+    StyleSpace,
+    check_space_params,
+    cosine_scores,
+    distinct_texts,
+    fit_basis,
+    fit_space,
+    text_authors,
+)
 from toolkit.verifier import CalibratedVerifier
 
 
@@ -183,20 +192,8 @@ class WccnCosine(CalibratedVerifier):
         return self._similarities(problems, self._space)
 
     def _similarities(self, problems: Sequence[VerificationProblem], space: StyleSpace) -> np.ndarray:
-        for problem in problems:
-            if len(problem.texts) < 2:
-                raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
-        texts = list(dict.fromkeys(text for problem in problems for text in problem.texts))
-        row = {text: i for i, text in enumerate(texts)}
-        vectors = space.embed(texts, desc=f"{self.name}: embedding texts")
-        scores = np.empty(len(problems))
-        for p, problem in enumerate(problems):
-            known = vectors[[row[t] for t in problem.known]].mean(axis=0)
-            unknown = vectors[row[problem.unknown]]
-            norms = np.linalg.norm(known) * np.linalg.norm(unknown)
-            cosine = float(known @ unknown / norms) if norms > 0 else 0.0
-            scores[p] = (1.0 + cosine) / 2.0
-        return np.clip(scores, 0.0, 1.0)
+        texts = distinct_texts(problems)
+        return cosine_scores(problems, texts, space.embed(texts, desc=f"{self.name}: embedding texts"))
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Vocabularies, band and seed in config.json; idf, SVD basis, mean and whitening in weights.safetensors."""

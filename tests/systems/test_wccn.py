@@ -3,14 +3,13 @@ authors across genres where the plain cosine of the same vectors does not."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.cmcc import cmcc_rows, cross_genre_pairs
 from sklearn.metrics import roc_auc_score
 
 from core.errors import HarnessError
@@ -19,8 +18,6 @@ from harness.registry import system_class
 from systems.wccn import WccnCosine, background_documents
 from toolkit.style_space import WORD_ANALYZER, text_authors
 from toolkit.tfidf import TfidfModel
-
-CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")
 
 
 def test_registered():
@@ -59,21 +56,11 @@ def test_bad_parameters_are_refused():
             WccnCosine(**bad)
 
 
-def cmcc_texts(cmcc: Path) -> list[tuple[str, str, str]]:
-    """(author, genre, text) of every CMCC file."""
-    rows = []
-    for path in sorted(cmcc.glob("*/*.txt")):
-        match = CMCC_NAME.fullmatch(path.name)
-        if match:
-            rows.append((match["author"], path.parent.name, path.read_text(encoding="cp1252")))
-    return rows
-
-
 def test_on_cmcc_whitening_separates_held_out_authors_across_genres(cmcc: Path, tmp_path: Path):
     """Fitted on authors 1-7 (cross-genre pairs), scored on every cross-genre text pair of authors 8-14: WCCN's AUC
     beats the same pipeline with the whitening made negligible (a huge shrinkage: a plain cosine in the SVD space),
     and a saved and loaded system gives the same scores."""
-    rows = cmcc_texts(cmcc)
+    rows = cmcc_rows(cmcc)
     assert len(rows) == 504
     train = [r for r in rows if int(r[0]) <= 7]
     held_out = [r for r in rows if int(r[0]) > 7]
@@ -86,9 +73,7 @@ def test_on_cmcc_whitening_separates_held_out_authors_across_genres(cmcc: Path, 
         problems.append(VerificationProblem(f"t{n}", (a[2], b[2]), (a[1], b[1])))
         truth[f"t{n}"] = VerificationTruth(f"t{n}", a[0] == b[0], (a[0], b[0]))
     data = VerificationData(tuple(problems), truth, tmp_path, "x")
-    tests = [(a, b) for a, b in itertools.combinations(held_out, 2) if a[1] != b[1]]
-    test_problems = [VerificationProblem(str(i), (a[2], b[2])) for i, (a, b) in enumerate(tests)]
-    same = [a[0] == b[0] for a, b in tests]
+    test_problems, same = cross_genre_pairs(held_out)
 
     aucs = {}
     for shrinkage in (0.1, 1e6):
@@ -135,7 +120,7 @@ def test_a_background_shapes_the_basis_and_the_checkpoint_stands_without_it(cmcc
     the training texts and the background together; the saved system answers the same with the background gone."""
     background = tmp_path / "background"
     shutil.copytree(cmcc / "Chat", background)
-    essays = [r for r in cmcc_texts(cmcc) if r[1] == "Essays"]  # 6 per author, in author order
+    essays = [r for r in cmcc_rows(cmcc) if r[1] == "Essays"]  # 6 per author, in author order
     pairs = [(essays[i], essays[i + 1]) for i in range(0, len(essays), 2)]  # same author
     pairs += [(essays[i], essays[(i + 6) % len(essays)]) for i in range(0, len(essays), 3)]  # the next author
     problems = [VerificationProblem(str(i), (a[2], b[2])) for i, (a, b) in enumerate(pairs)]
