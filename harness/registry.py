@@ -215,7 +215,7 @@ SYSTEMS: dict[str, Entry] = {
     ),
     "stacked": Entry(
         "systems.stacked:StackedEnsemble",
-        "after PAN14's meta-classifier: logistic regression over members' out-of-fold answers (--param members=a,b)",
+        "after PAN14's meta-classifier: logistic regression over out-of-fold answers of members chosen by CV",
         serves=VERIFICATION,
     ),
     "char_lm": Entry(

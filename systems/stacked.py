@@ -17,19 +17,32 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    fold without training problems, as on CMCC's 7 training authors; `info["by"]` says which). For each fold,
    every member is built fresh (with its `member_params`), fitted on the other folds' problems only, and answers
    the fold's problems: the out-of-fold member answers are the meta-features.
-2. The meta-model is fitted on all out-of-fold meta-features.
-3. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on the scores this meta-model, the one
+2. Which members answer is chosen on these out-of-fold answers (`select="cv"`, the default): forward selection
+   (Caruana et al. 2004, "Ensemble selection from libraries of models") adds, one at a time, the member that most
+   raises the meta-model's cross-validated AUC (a meta-model fitted on the other folds' rows, its AUC on each
+   fold's rows, averaged over folds), and stops when no member raises it. A lone member is a candidate like any
+   other, so where stacking does not help on the training problems the ensemble is its best member, and it answers
+   as that member does (a second band over answers it has banded already would fit the same out-of-fold evidence
+   again and lose what ties at 0.5). `select="all"` keeps every member (PAN 2014's meta-model over all
+   submissions). `info["chosen"]` names the members chosen, `info["selection"]` the cross-validated AUC after
+   each step.
+3. The meta-model is fitted on the chosen members' out-of-fold answers.
+4. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on the scores this meta-model, the one
    that answers, gives the out-of-fold meta-features: the scale it answers on. (Fitted on the fold meta-models'
    out-of-fold scores before, it sat on another scale: on the forum cross-kind set every test score fell inside
    the band, every answer one class or no answer. The meta-model has one weight per member and an intercept, so
-   scoring its own training meta-features is nearly out of sample; the members' answers in them are.)
-4. Every member is refitted on all training problems; these answer at prediction time.
+   scoring its own training meta-features is nearly out of sample; the members' answers in them are.) With one
+   member chosen, meta-model and band are still fitted, kept and reported (`info["meta_auc_x_c_at_1"]`), but the
+   member answers.
+5. Every chosen member is refitted on all training problems; these answer at prediction time.
 
-Defaults (ours; see above): `members` = cngdist, compressor, pair_features, the fast ones among this harness's
-verifiers (each under a minute for one fit + predict on PAN14 essays). `impostors` is left out: one fit + predict
-of it on PAN14 essays took 136-151 s on the loaded 2-core development VM (2026-11-23), stacking fits every member
-`folds` + 1 times (about 14 minutes for it alone), and it scored below pair_features there. Logistic regression with
-scikit-learn's L2 objective (C = 1) with its member weights held non-negative (`non_negative`, as in Breiman's
+Defaults (ours; see above): `members` = cngdist, compressor, pair_features, tfidf, the fast ones among this
+harness's verifiers (each under a minute for one fit + predict on PAN14 essays); they are the candidates the
+selection chooses from. `impostors` is left out: one fit + predict of it on PAN14 essays took 136-151 s on the
+loaded 2-core development VM (2026-11-23), stacking fits every member `folds` + 1 times (about 14 minutes for it
+alone), and it scored below pair_features there; `wccn` too (one fit on PAN14 essays took about 2 minutes, and a
+stacked fit makes 6), which `--param members=cngdist,compressor,pair_features,tfidf,wccn` adds. Logistic regression
+with scikit-learn's L2 objective (C = 1) with its member weights held non-negative (`non_negative`, as in Breiman's
 "Stacked regressions", 1996): every member answers higher for "same author", so a negative weight only fits
 noise in the out-of-fold answers. Added after a run that showed it: on PAN15 English split into text-disjoint
 halves (50 training problems, 9 text groups), the members' out-of-fold AUCs on the training half were 0.45,
@@ -44,13 +57,13 @@ name to that member's parameters, e.g. `--param member_params.compressor.grid_st
 random-forest variant, which its docstring shows was preferred on training data alone); a `member_params`
 given replaces that default whole (`--param member_params={}`: every member with its own defaults).
 
-The checkpoint holds each member's own checkpoint in `members/<name>/`, and the meta-model's coefficients
+The checkpoint holds each chosen member's own checkpoint in `members/<name>/`, and the meta-model's coefficients
 (weights.safetensors) and band (config.json): no pickle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -62,7 +75,8 @@ from harness.seeding import legacy_seed
 from toolkit.calibration import cross_fitted_folds, objective_function
 from toolkit.verifier import CalibratedVerifier, check_folds, require_both_classes
 
-DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features")
+DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "tfidf")
+SELECTIONS = ("cv", "all")
 # pair_features as its forest: chosen over the single tree on out-of-fold AUC of training problems only
 DEFAULT_MEMBER_PARAMS: dict[str, dict[str, Any]] = {"pair_features": {"trees": 200}}
 MEMBERS_FOLDER = "members"
@@ -109,11 +123,48 @@ def _non_negative_logistic(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.n
     return np.asarray(result.x[:-1], dtype=np.float64), float(result.x[-1])
 
 
+def forward_selection(
+    meta: np.ndarray,
+    labels: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+    fit_meta: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, float]],
+) -> tuple[list[int], list[float]]:
+    """The columns of `meta` chosen one at a time while the meta-model's cross-validated AUC rises.
+
+    Returns the chosen columns (in the order chosen) and the cross-validated AUC after each step. Ties go to the
+    earlier column; a step that does not raise the AUC is not taken, so a member that adds nothing stays out.
+    """
+    from harness.metrics.verification import auc
+
+    def cross_validated_auc(columns: list[int]) -> float:
+        values = []
+        for fit_on, held_out in folds:
+            y_held = labels[held_out]
+            if y_held.all() or not y_held.any():  # no AUC on one class
+                continue
+            coef, intercept = fit_meta(meta[np.ix_(fit_on, columns)], labels[fit_on])
+            values.append(auc(y_held, meta[np.ix_(held_out, columns)] @ coef + intercept))
+        return float(np.mean(values)) if values else 0.5
+
+    chosen: list[int] = []
+    trail: list[float] = []
+    best = -np.inf
+    while len(chosen) < meta.shape[1]:
+        trials = [(cross_validated_auc([*chosen, j]), j) for j in range(meta.shape[1]) if j not in chosen]
+        value, column = max(trials, key=lambda trial: trial[0])  # max keeps the first of equal values
+        if value <= best:
+            break
+        chosen.append(column)
+        trail.append(value)
+        best = value
+    return chosen, trail
+
+
 class StackedEnsemble(CalibratedVerifier):
     """Logistic regression over the members' out-of-fold answers, abstain band on its own out-of-fold scores."""
 
     name: ClassVar[str] = "stacked"
-    FITTED: ClassVar[tuple[str, ...]] = ("_systems", "_coef", "_band")
+    FITTED: ClassVar[tuple[str, ...]] = ("_systems", "_coef", "_band", "_chosen")
     CALIBRATION_IN_STATE: ClassVar[bool] = False  # the folds are in "info", with the out-of-fold measures
 
     def __init__(
@@ -126,6 +177,7 @@ class StackedEnsemble(CalibratedVerifier):
         non_negative: bool = True,
         grid_step: float = 0.01,
         objective: str = "task",
+        select: str = "cv",
     ) -> None:
         if isinstance(members, str):  # `--param members=cngdist,compressor`
             members = [m.strip() for m in members.split(",") if m.strip()]
@@ -143,22 +195,25 @@ class StackedEnsemble(CalibratedVerifier):
         if strangers:
             raise ValueError(f"member_params names {', '.join(strangers)}, which are not members {list(members)}")
         check_folds(folds, "folds")
+        if select not in SELECTIONS:
+            raise ValueError(f"select must be one of {', '.join(SELECTIONS)}, got {select!r}")
         if not meta_c > 0:
             raise ValueError(f"meta_c must be positive, got {meta_c!r}")
         super().__init__(locals())
         self._systems: list[Any] | None = None
         self._coef: np.ndarray | None = None
         self._intercept: float | None = None
+        self._chosen: list[str] | None = None  # the members that answer, in `members` order
         self._info: dict[str, Any] | None = None
         self.meta_features: np.ndarray | None = None  # out-of-fold member answers of the last fit (not saved)
 
     @property
     def info(self) -> dict[str, Any] | None:
-        """How the fit went: folds, out-of-fold measures of each member and of the meta-model."""
+        """How the fit went: folds, out-of-fold measures of each member, the members chosen, the meta-model's."""
         return self._info
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
-        """Out-of-fold member answers -> meta-model and its band (inner cross-fitting) -> members refitted on all."""
+        """Out-of-fold member answers -> members chosen -> meta-model and its band -> chosen members refitted on all."""
         require_both_classes(train, labels)
         classes = [_member_class(name) for name in self.members]  # an unknown name fails before any fitting
         problems = train.problems
@@ -180,38 +235,47 @@ class StackedEnsemble(CalibratedVerifier):
         for fit_on, held_out in folds:
             part = _subset(train, fit_on)
             held = [problems[i] for i in held_out]
-            for j, member in enumerate(self._new_members(classes)):
+            for j, member in enumerate(self._new_members(classes, self.members)):
                 member.fit(part, seed=seed)
                 meta[held_out, j] = [a.value for a in member.predict(held)]
         if np.isnan(meta).any():
             raise HarnessError(f"{self.name}: a member gave NaN answers on held-out training problems")
 
+        if self.select == "cv":
+            order, trail = forward_selection(meta, labels, folds, lambda x, y: self._fit_meta(x, y, seed))
+        else:
+            order, trail = list(range(len(classes))), []
+        columns = sorted(order)
+        chosen = [self.members[j] for j in columns]
+
         # the band is fitted on the scores of the meta-model that answers, over the out-of-fold member answers:
         # fold meta-models (each its own weights and intercept) put their scores on other scales than it does
-        coef, intercept = self._fit_meta(meta, labels, seed)
-        meta_scores = _sigmoid(meta @ coef + intercept)
+        coef, intercept = self._fit_meta(meta[:, columns], labels, seed)
+        meta_scores = _sigmoid(meta[:, columns] @ coef + intercept)
         band = self.fit_band(train, meta_scores, labels)
 
-        systems = self._new_members(classes)
+        systems = self._new_members([classes[j] for j in columns], chosen)
         for member in systems:
             member.fit(train, seed=seed)
 
-        select = objective_function("auc_x_c_at_1")
-        self._systems = systems
+        measure = objective_function("auc_x_c_at_1")
+        self._systems, self._chosen = systems, chosen
         self._coef, self._intercept, self._band = coef, intercept, band
         self.meta_features = meta
         self._info = fold_info | {
-            "member_oof_auc_x_c_at_1": {n: select(labels, meta[:, j]) for j, n in enumerate(self.members)},
-            "meta_auc_x_c_at_1": select(labels, band.apply(meta_scores)),
+            "member_oof_auc_x_c_at_1": {n: measure(labels, meta[:, j]) for j, n in enumerate(self.members)},
+            "chosen": chosen,
+            "selection": [[self.members[j], value] for j, value in zip(order[: len(trail)], trail, strict=True)],
+            "meta_auc_x_c_at_1": measure(labels, band.apply(meta_scores)),
         }
 
-    def _new_members(self, classes: Sequence[Any]) -> list[Any]:
+    def _new_members(self, classes: Sequence[Any], names: Sequence[str]) -> list[Any]:
         """Fresh, unfitted members, each built with its `member_params` (defaults for the rest)."""
         from harness.params import build
 
         return [
             build(cls, self.member_params.get(name, {}), label=f"{self.name} member {name}")
-            for name, cls in zip(self.members, classes, strict=True)
+            for name, cls in zip(names, classes, strict=True)
         ]
 
     def _fit_meta(self, x: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, float]:
@@ -224,6 +288,13 @@ class StackedEnsemble(CalibratedVerifier):
             return model.coef_[0].astype(np.float64), float(model.intercept_[0])
         return _non_negative_logistic(x, y, self.meta_c)
 
+    def answer_values(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """The meta-model's answers; where one member was chosen, that member's own answers (see step 3 above)."""
+        assert self._systems is not None
+        if len(self._systems) == 1:
+            return np.array([answer.value for answer in self._systems[0].predict(problems)], dtype=np.float64)
+        return super().answer_values(problems)
+
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """The meta-model's probability of "same author", before the band."""
         self._check_fitted()
@@ -234,29 +305,35 @@ class StackedEnsemble(CalibratedVerifier):
         return _sigmoid(x @ self._coef + self._intercept)
 
     def save(self, directory: Path) -> None:
-        """Meta-model and band here (config.json, weights.safetensors); each member in members/<name>/."""
+        """Meta-model and band here (config.json, weights.safetensors); each chosen member in members/<name>/."""
         # the members go in after: save_checkpoint replaces the whole folder
         super().save(directory)
-        assert self._systems is not None
-        for name, member in zip(self.members, self._systems, strict=True):
+        assert self._systems is not None and self._chosen is not None
+        for name, member in zip(self._chosen, self._systems, strict=True):
             member.save(Path(directory) / MEMBERS_FOLDER / name)
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         assert self._coef is not None
-        state = {"members": list(self.members), "intercept": self._intercept} | self.band_state() | {"info": self._info}
+        state = {"members": list(self.members), "chosen": self._chosen, "intercept": self._intercept}
+        state |= self.band_state() | {"info": self._info}
         return state, {"coef": self._coef}
 
     def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
-        """The meta-model from this checkpoint, each member from its own in members/<name>/."""
+        """The meta-model from this checkpoint, each chosen member from its own in members/<name>/."""
         if list(state["members"]) != list(self.members):
             raise ValueError(f"members {state['members']} do not match params {list(self.members)}")
+        if "chosen" not in state:  # written before members were chosen: every member answers
+            self.select = "all"
+        chosen = list(state.get("chosen", self.members))
+        if not chosen or not set(chosen) <= set(self.members):
+            raise ValueError(f"chosen members {chosen} are not among the members {list(self.members)}")
         coef = np.asarray(arrays["coef"], dtype=np.float64)
-        if coef.shape != (len(self.members),):
-            raise ValueError(f"coef has shape {coef.shape}, expected ({len(self.members)},)")
-        self._coef, self._intercept = coef, float(state["intercept"])
+        if coef.shape != (len(chosen),):
+            raise ValueError(f"coef has shape {coef.shape}, expected ({len(chosen)},)")
+        self._coef, self._intercept, self._chosen = coef, float(state["intercept"]), chosen
         self._info = state.get("info")
         systems = []
-        for name in self.members:
+        for name in chosen:
             folder = where.parent / MEMBERS_FOLDER / name
             if not folder.is_dir():
                 raise HarnessError(f"{folder}: member checkpoint missing")

@@ -18,7 +18,7 @@ from helpers.pan_corpora import pan15_text_disjoint_halves, run_and_predict
 from core.errors import HarnessError
 from core.records import Answer, VerificationData, VerificationProblem, VerificationTruth
 from harness import registry
-from systems.stacked import StackedEnsemble
+from systems.stacked import StackedEnsemble, _non_negative_logistic, forward_selection
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
 from toolkit.splits import text_key
 
@@ -78,7 +78,7 @@ def test_meta_features_come_from_members_that_did_not_see_the_problem(
     recorder: type[RecordingMember], tmp_path: Path
 ) -> None:
     data = _toy_data()
-    system = StackedEnsemble(members=("recorder", "length_ratio"), folds=4)
+    system = StackedEnsemble(members=("recorder", "length_ratio"), folds=4, select="all")
     system.fit(data, seed=0)
     log = recorder.log
     assert len(log) == 4 + 1  # a fresh member per fold, then one refitted on all problems
@@ -110,8 +110,6 @@ def test_meta_features_come_from_members_that_did_not_see_the_problem(
 def test_non_negative_meta_model_matches_sklearn_where_unconstrained_weights_are_positive() -> None:
     from sklearn.linear_model import LogisticRegression
 
-    from systems.stacked import _non_negative_logistic
-
     rng = np.random.default_rng(0)
     x = rng.random((200, 3))
     y = x @ np.array([2.0, 1.0, 0.5]) + rng.normal(0, 0.5, 200) > 1.75
@@ -126,6 +124,77 @@ def test_non_negative_meta_model_matches_sklearn_where_unconstrained_weights_are
     assert w[0] > 0 and w[1] == 0.0
 
 
+def test_forward_selection_keeps_members_that_add_to_the_cross_validated_auc() -> None:
+    """Two members that each see half of the signal are both chosen; noise and a copy of a chosen member are not."""
+
+    rng = np.random.default_rng(0)
+    n = 400
+    labels = rng.random(n) < 0.5
+    half_a, half_b = rng.normal(size=n), rng.normal(size=n)
+    signal_a = half_a + labels * 1.0  # each member sees the label through its own noise
+    signal_b = half_b + labels * 1.0
+    noise = rng.normal(size=n)
+    meta = 1.0 / (1.0 + np.exp(-np.column_stack([noise, signal_a, signal_b, signal_a])))
+    folds = [(np.flatnonzero(np.arange(n) % 5 != f), np.flatnonzero(np.arange(n) % 5 == f)) for f in range(5)]
+    fit = lambda x, y: _non_negative_logistic(x, y, 1.0)  # noqa: E731
+    order, trail = forward_selection(meta, labels, folds, fit)
+    assert sorted(order) == [1, 2]  # not the noise (0), not the copy of member 1 (3)
+    assert len(trail) == 2 and trail[1] > trail[0] > 0.7
+
+    # where one member carries all the signal, the ensemble is that member alone
+    order, trail = forward_selection(meta[:, [0, 1]], labels, folds, fit)
+    assert order == [1] and len(trail) == 1
+
+
+class TruthMember(RecordingMember):
+    """A fake member that knows the toy problems' truth (p{i} is same-author where i % 4 < 2)."""
+
+    name: ClassVar[str] = "truth"
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        return [Answer(p.id, 0.8 if int(p.id[1:]) % 4 < 2 else 0.2) for p in problems]
+
+
+def test_only_chosen_members_answer_and_are_saved(recorder: type[RecordingMember], tmp_path: Path) -> None:
+    """A member that ranks every problem right is chosen alone: the length-based recorder adds nothing to it. Only
+    the chosen member is refitted, saved and loaded."""
+    registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
+    try:
+        data = _toy_data(40)
+        system = StackedEnsemble(members=("recorder", "truth"), folds=4)
+        system.fit(data, seed=0)
+        assert system.info is not None and system.info["chosen"] == ["truth"]
+        assert system.info["selection"] == [["truth", 1.0]]
+        assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the chosen one only (both log)
+        assert system._systems is not None and [type(m).name for m in system._systems] == ["truth"]
+        system.save(tmp_path / "c")
+        assert [p.name for p in (tmp_path / "c" / "members").iterdir()] == ["truth"]
+        loaded = StackedEnsemble.load(tmp_path / "c")
+        assert loaded.predict(data.problems) == system.predict(data.problems)
+        assert loaded.params()["select"] == "cv"
+        # the lone member's own answers, not a second band over them
+        assert system.predict(data.problems) == TruthMember.load(tmp_path / "c" / "members" / "truth").predict(
+            data.problems
+        )
+    finally:
+        del registry.SYSTEMS["truth"]
+
+
+def test_a_checkpoint_written_before_selection_loads_with_every_member(tmp_path: Path) -> None:
+    """Checkpoints written before `select` existed hold no "chosen": every member answered, and still does."""
+    data = _toy_data()
+    system = StackedEnsemble(members=("length_ratio", "cngdist"), member_params={}, folds=3, select="all")
+    system.fit(data, seed=0)
+    system.save(tmp_path / "new")
+    params, state, arrays = load_checkpoint(tmp_path / "new", system="stacked")
+    del params["select"], state["chosen"]
+    save_checkpoint(tmp_path / "old", system="stacked", params=params, state=state, arrays=arrays)
+    shutil.copytree(tmp_path / "new" / "members", tmp_path / "old" / "members")
+    old = StackedEnsemble.load(tmp_path / "old")
+    assert old.params()["select"] == "all"
+    assert old.predict(data.problems) == system.predict(data.problems)
+
+
 def test_parameters_and_errors(tmp_path: Path) -> None:
     assert StackedEnsemble(members="cngdist, compressor").members == ("cngdist", "compressor")
     # the default forest for pair_features where it is a member, nothing otherwise
@@ -138,6 +207,8 @@ def test_parameters_and_errors(tmp_path: Path) -> None:
         StackedEnsemble(members=("stacked",))
     with pytest.raises(ValueError, match="folds"):
         StackedEnsemble(folds=1)
+    with pytest.raises(ValueError, match="select must be one of cv, all"):
+        StackedEnsemble(select="best")
     with pytest.raises(HarnessError, match="unknown system"):
         StackedEnsemble(members=("nope",)).fit(_toy_data(), seed=0)
     with pytest.raises(HarnessError, match="not fitted"):
@@ -152,7 +223,9 @@ def test_parameters_and_errors(tmp_path: Path) -> None:
 
 def test_each_member_is_built_with_its_own_parameters(tmp_path: Path) -> None:
     """`--param member_params.pair_features.trees=3` reaches every pair_features the ensemble builds."""
-    system = StackedEnsemble(members=("length_ratio", "pair_features"), member_params={"pair_features": {"trees": 3}})
+    system = StackedEnsemble(
+        members=("length_ratio", "pair_features"), member_params={"pair_features": {"trees": 3}}, select="all"
+    )
     assert system.params()["member_params"] == {"pair_features": {"trees": 3}}
     system.fit(_toy_data(), seed=0)
     assert system._systems is not None
@@ -195,7 +268,8 @@ def test_the_band_is_fitted_on_the_scale_of_the_meta_model_that_answers(tmp_path
     system = StackedEnsemble(member_params={"pair_features": {"trees": 20}})
     system.fit(train, seed=0)
     labels = training_labels(train)
-    answering = _sigmoid(system.meta_features @ system._coef + system._intercept)
+    columns = [system.members.index(name) for name in system.info["chosen"]]
+    answering = _sigmoid(system.meta_features[:, columns] @ system._coef + system._intercept)
     assert system.band == system.fit_band(train, answering, labels)
     answers = system.band.apply(answering)
     assert (answers < 0.5).any() and (answers > 0.5).any()  # both classes on the training problems' scale
