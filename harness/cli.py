@@ -177,9 +177,20 @@ def list_cmd() -> None:
 @main.command("run")
 @click.option("--system", "systems", multiple=True, required=True, help="System name (repeatable).")
 @click.option("--task", "tasks", multiple=True, required=True, help="Task name (repeatable).")
-@click.option("--data", "data_dir", type=_Path(), help="Dataset folder holding train/ and test/.")
+@click.option(
+    "--data",
+    "data_dir",
+    type=_Path(),
+    help="The dataset folder: train/ and test/ for the PAN tasks, the corpus for darkweb and reddit.",
+)
 @click.option("--train", "train_dir", type=_Path(), help="The training split's own folder (with --test).")
 @click.option("--test", "test_dir", type=_Path(), help="The test split's own folder (with --train).")
+@click.option(
+    "--name",
+    "data_name",
+    help="The dataset's name in run folders, tables and figures (default: the --data folder's name, or a short "
+    "name made from the --train/--test folders' names).",
+)
 @click.option(
     "--seed",
     "seeds",
@@ -199,6 +210,7 @@ def run_cmd(
     data_dir: Path | None,
     train_dir: Path | None,
     test_dir: Path | None,
+    data_name: str | None,
     seeds: tuple[int, ...],
     out_dir: Path,
     param_pairs: tuple[str, ...],
@@ -207,14 +219,15 @@ def run_cmd(
 ) -> None:
     """Fit on the train split, answer the test split, score it, write result.json and answers.jsonl.
 
-    The data is --data DIR (holding train/ and test/) or, for the PAN tasks, --train DIR --test DIR (each split's
-    folder as distributed). Runs go to <out>/<task>/<data folder name>/<system>/seed-N. Several systems, tasks or
-    seeds run one after another; runs that exist are kept.
+    The data is --data DIR (train/ and test/ for the PAN tasks; the corpus the darkweb and reddit tasks split) or, for
+    the PAN tasks, --train DIR --test DIR (each split's folder as distributed). Runs go to
+    <out>/<task>/<dataset name>/<system>/seed-N. Several systems, tasks or seeds run one after another; runs that
+    exist are kept.
     """
     from harness.data_location import DataLocation
     from harness.runner import run
 
-    data = DataLocation(data_dir, train_dir, test_dir)
+    data = DataLocation(data_dir, train_dir, test_dir, name=data_name)
     pairs, task_pairs = _parse_params(param_pairs), _parse_params(task_param_pairs, "--task-param")
     # every name, pairing and parameter is checked before the first run starts (a fit can take hours)
     for task_name in tasks:

@@ -4,8 +4,10 @@ PAN distributes a corpus as separate training and test downloads; `--train DIR -
 are, for the tasks whose splits are folders of their own (the PAN tasks: `harness.task.SplitFolders`). The
 forum tasks cut one corpus by time and author, so they take `--data` only.
 
-The location also names the run: its folder is `<out>/<task>/<data label>/<system>/seed-N`, so the same
-system on a second corpus gets a folder of its own.
+The location also names the dataset: `--name`, or the `--data` folder's name, or for `--train/--test` a short
+name made from the two folders' names (PAN's `pan14-author-verification-test-corpus2-english-essays-2014-04-22` is
+`pan14-english-essays`). Tables, figures and the run folder `<out>/<task>/<name>/<system>/seed-N` carry it, so the
+same system on a second corpus gets a folder and a table of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from core.files import file_problem
 from harness.task import SplitFolders
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+# words of PAN's folder names that say what every such folder is, not which corpus: left out of short names
+_GENERIC_WORDS = {"author", "authorship", "verification", "training", "train", "test", "corpus", "corpus1",
+                  "corpus2", "dataset"}  # fmt: skip
+_DATE_PART = re.compile(r"\d{2}|\d{4}")
 # a file the project's own format samples carry (samples/pan23-format-sample): their scores mean nothing
 FORMAT_SAMPLE_MARKER = "FORMAT-SAMPLE"
 
@@ -32,6 +38,7 @@ class DataLocation:
     data_dir: Path | None = None
     train_dir: Path | None = None
     test_dir: Path | None = None
+    name: str | None = None  # the dataset's display name (`--name`); None: made from the folders' names
 
     def __post_init__(self) -> None:
         apiece = (self.train_dir is not None, self.test_dir is not None)
@@ -44,6 +51,8 @@ class DataLocation:
             # a symlink loop or a broken link: said as what it is (resolving it for the run's name was a traceback)
             if folder is not None and os.path.lexists(folder) and not os.path.exists(folder):
                 raise DataError(f"{file_problem(Path(folder))}; expected a data folder", path=folder)
+        if self.name is not None and not _UNSAFE.sub("_", self.name).strip("._"):
+            raise HarnessError(f"--name {self.name!r}: give a name with a letter or digit in it")
 
     @property
     def split_folders(self) -> bool:
@@ -61,11 +70,19 @@ class DataLocation:
         return task.load_split(Path(self.train_dir if split == "train" else self.test_dir), split)
 
     @property
-    def label(self) -> str:
-        """The run folder's name for this data: the folder's name, or `<train name>+<test name>`."""
+    def display_name(self) -> str:
+        """The dataset's name in tables and figures: `name`, the `--data` folder's name, or a short one from the
+        split folders' names (`dataset_name`)."""
+        if self.name is not None:
+            return self.name
         if not self.split_folders:
-            return _folder_name(self.data_dir)
-        return f"{_folder_name(self.train_dir)}+{_folder_name(self.test_dir)}"
+            return Path(self.data_dir).resolve().name or "root"
+        return dataset_name(Path(self.train_dir).resolve().name, Path(self.test_dir).resolve().name)
+
+    @property
+    def label(self) -> str:
+        """The run folder's name for this data: the display name made safe as one path part."""
+        return _UNSAFE.sub("_", self.display_name).strip("._") or "data"
 
     @property
     def format_sample(self) -> bool:
@@ -80,10 +97,20 @@ class DataLocation:
             folders: dict[str, Any] = {"dir": str(Path(self.data_dir).resolve())}
         else:
             folders = {"train_dir": str(Path(self.train_dir).resolve()), "test_dir": str(Path(self.test_dir).resolve())}
+        folders["name"] = self.display_name
         return {**folders, "format_sample": True} if self.format_sample else folders
 
 
-def _folder_name(folder: Path | None) -> str:
-    """A folder's own name made safe as one path part (`--data .` names the current folder)."""
-    name = Path(folder).resolve().name or "root"
-    return _UNSAFE.sub("_", name).strip("._") or "data"
+def short_corpus_name(folder_name: str) -> str:
+    """A corpus folder's name without the words every PAN folder has and without its date:
+    `pan15-authorship-verification-training-dataset-english-2015-04-19` -> `pan15-english`. A name that would
+    be left empty is kept whole."""
+    words = re.split(r"[-_ ]+", folder_name)
+    kept = [w for w in words if w and w.lower() not in _GENERIC_WORDS and not _DATE_PART.fullmatch(w)]
+    return "-".join(kept) or folder_name
+
+
+def dataset_name(train_folder: str, test_folder: str) -> str:
+    """The name of a dataset given as two split folders: their common short name, else `<train>+<test>`."""
+    train, test = short_corpus_name(train_folder), short_corpus_name(test_folder)
+    return train if train == test else f"{train}+{test}"

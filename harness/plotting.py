@@ -21,6 +21,7 @@ import numpy as np
 from core.errors import HarnessError, OutputError
 from core.files import STAGED_SUFFIX, is_write_error, staging_folder
 from harness.leaderboard import Run, build_tables, escape
+from harness.leaderboard.table import Table
 from harness.metrics.linking import det_curve
 
 STYLE = {
@@ -105,7 +106,7 @@ def plot_verification_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
             if trials is not None:
                 _, p_fa, p_miss = det_curve(*trials)
                 curves.append((row.label, p_fa, p_miss))
-        written += _roc_and_det(table.task, curves, out_dir)
+        written += _roc_and_det(table, curves, out_dir)
     return written
 
 
@@ -133,16 +134,16 @@ def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
                 rows += [(row.label, k, m, sd, len(per_seed)) for k, m, sd in zip(sizes, mean, spread, strict=True)]
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [str(k) for k in sizes])
-            ax.set(xlabel="target sample size (posts)", ylabel="EER (lower is better)", title=f"EER: {table.task}")
+            ax.set(xlabel="target sample size (posts)", ylabel="EER (lower is better)", title=f"EER: {table.title}")
             _legend(fig, ax, len(table.rows))
             header = ["system", "target_size", "eer_mean", "eer_std", "runs"]
-            written += save_figure(fig, out_dir, f"eer-by-target-size-{table.task}", header, rows)
-        written += _roc_and_det(table.task, curves, out_dir)
+            written += save_figure(fig, out_dir, f"eer-by-target-size-{table.file_stem}", header, rows)
+        written += _roc_and_det(table, curves, out_dir)
     return written
 
 
-def _roc_and_det(task: str, curves: Sequence[tuple[str, np.ndarray, np.ndarray]], out_dir: Path) -> list[Path]:
-    """ROC and DET figures from (label, p_fa, p_miss) points, one line per system."""
+def _roc_and_det(table: Table, curves: Sequence[tuple[str, np.ndarray, np.ndarray]], out_dir: Path) -> list[Path]:
+    """ROC and DET figures from (label, p_fa, p_miss) points, one line per system, its ROC area in the legend."""
     from scipy.stats import norm
 
     if not curves:
@@ -154,9 +155,12 @@ def _roc_and_det(task: str, curves: Sequence[tuple[str, np.ndarray, np.ndarray]]
         roc_rows, det_rows = [], []
         for i, (label, p_fa, p_miss) in enumerate(curves):
             line = _line_style(i)
-            order = np.argsort(p_fa, kind="stable")
-            ax_roc.plot(p_fa[order], 1.0 - p_miss[order], label=_legend_label(label), **line)
-            roc_rows += [(label, f, 1.0 - m) for f, m in zip(p_fa[order], p_miss[order], strict=True)]
+            # by false positive rate, then true positive rate: points of one FPR run up, never down (a sawtooth)
+            order = np.lexsort((1.0 - p_miss, p_fa))
+            fpr, tpr = p_fa[order], 1.0 - p_miss[order]
+            area = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))  # trapezoids: ties count half, as AUC
+            ax_roc.plot(fpr, tpr, label=_legend_label(f"{label} (AUC {area:.3f})"), **line)
+            roc_rows += [(label, f, t) for f, t in zip(fpr, tpr, strict=True)]
             # a DET plot's axes are normal deviates: rates of exactly 0 or 1 lie at infinity
             inside = (p_fa > 0) & (p_fa < 1) & (p_miss > 0) & (p_miss < 1)
             marker = "o" if inside.sum() < 5 else None  # near-binary answers give a point, not a curve
@@ -164,26 +168,27 @@ def _roc_and_det(task: str, curves: Sequence[tuple[str, np.ndarray, np.ndarray]]
             ax_det.plot(norm.ppf(p_fa[inside]), norm.ppf(p_miss[inside]), label=shown, marker=marker, **line)
             det_rows += [(label, f, m) for f, m in zip(p_fa, p_miss, strict=True)]
         ax_roc.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1)
-        ax_roc.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC: {task}")
+        ax_roc.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC: {table.title}")
         ticks = np.array([0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99])
         ax_det.set_xticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
         ax_det.set_yticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
         ax_det.set_xlim(norm.ppf(0.0005), norm.ppf(0.9995))
         ax_det.set_ylim(norm.ppf(0.0005), norm.ppf(0.9995))
-        ax_det.set(xlabel="false alarm probability", ylabel="miss probability", title=f"DET: {task}")
+        ax_det.set(xlabel="false alarm probability", ylabel="miss probability", title=f"DET: {table.title}")
         for fig, ax in ((fig_roc, ax_roc), (fig_det, ax_det)):
             _legend(fig, ax, len(curves))
-        written = save_figure(fig_roc, out_dir, f"roc-{task}", ["system", "fpr", "tpr"], roc_rows)
-        written += save_figure(fig_det, out_dir, f"det-{task}", ["system", "p_fa", "p_miss"], det_rows)
+        written = save_figure(fig_roc, out_dir, f"roc-{table.file_stem}", ["system", "fpr", "tpr"], roc_rows)
+        written += save_figure(fig_det, out_dir, f"det-{table.file_stem}", ["system", "p_fa", "p_miss"], det_rows)
     return written
 
 
 def plot_measure_by_parameter(
-    runs: Sequence[Run], out_dir: Path, *, task: str, parameter: str, measure: str
+    runs: Sequence[Run], out_dir: Path, *, task: str, parameter: str, measure: str, dataset: str | None = None
 ) -> list[Path]:
     """A measure against a task parameter (e.g. MRR against episode length), one line per system.
 
-    Points average the runs (seeds) of each system and parameter value; bars show their spread.
+    Points average the runs (seeds) of each system and parameter value; bars show their spread. With `dataset`,
+    only the runs on that dataset (`RunResult.dataset`), named in the title and the file name.
     """
     plt = _pyplot()
     points: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -191,6 +196,8 @@ def plot_measure_by_parameter(
         result = run.result
         value = result.task_params.get(parameter)
         if result.task_name != task or value is None or measure not in result.scores:
+            continue
+        if dataset is not None and result.dataset != dataset:
             continue
         points[result.system_name][value].append(result.scores[measure])
     if not points:
@@ -206,9 +213,10 @@ def plot_measure_by_parameter(
             label = _legend_label(system)
             ax.errorbar(xs, means, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
             rows += [(system, x, m, s, len(points[system][x])) for x, m, s in zip(xs, means, spread, strict=True)]
-        ax.set(xlabel=parameter.replace("_", " "), ylabel=measure, title=f"{measure} against {parameter}: {task}")
+        where = f"{task} on {dataset}" if dataset else task
+        ax.set(xlabel=parameter.replace("_", " "), ylabel=measure, title=f"{measure} against {parameter}: {where}")
         _legend(fig, ax, len(points))
-        stem = f"{measure}-by-{parameter}-{task}"
+        stem = f"{measure}-by-{parameter}-{task}" + (f"-{dataset}" if dataset else "")
         return save_figure(fig, out_dir, stem, ["system", parameter, f"{measure}_mean", "std", "runs"], rows)
 
 
@@ -218,14 +226,16 @@ def plot_parameter_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     A task names the parameters in its metadata; result files carry them, so this draws the figures
     of any task without knowing it. Runs recorded before the field existed declare none.
     """
-    declared: dict[str, dict[str, str]] = defaultdict(dict)  # task -> parameter -> measure
+    declared: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (task, dataset) -> parameter -> measure
     for run in runs:
         for parameter in run.result.plot_parameters:
-            declared[run.result.task_name][parameter] = run.result.main_score
+            declared[(run.result.task_name, run.result.dataset)][parameter] = run.result.main_score
     written: list[Path] = []
-    for task in sorted(declared):
-        for parameter, measure in declared[task].items():
-            written += plot_measure_by_parameter(runs, out_dir, task=task, parameter=parameter, measure=measure)
+    for task, dataset in sorted(declared):
+        for parameter, measure in declared[(task, dataset)].items():
+            written += plot_measure_by_parameter(
+                runs, out_dir, task=task, parameter=parameter, measure=measure, dataset=dataset
+            )
     return written
 
 

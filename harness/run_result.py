@@ -41,6 +41,8 @@ class RunResult:
     test_truth_checksum: str | None  # the test truth's identity (core.records.truth_checksum); None in older results
     test_truth_only: bool  # recorded from a truth file alone (`harness score --record`): no checksum of the problems
     test_corpus: str | None  # the test split's folder name, which published results name
+    dataset: str  # the dataset's display name (harness.data_location): from the recorded folders in older files, ""
+    # in hand-made ones
     format_sample: bool  # the project's format sample, not real data
     system_name: str
     system_params: Mapping[str, Any]
@@ -120,6 +122,7 @@ def as_run_result(path: Path, raw: Mapping[str, Any]) -> RunResult:
         test_truth_checksum=fields.optional(splits.get("test", {}), "task.data.test", "truth_checksum", str),
         test_truth_only=splits.get("test", {}).get("truth_only") is True,
         test_corpus=_text_or_none(splits.get("test", {}).get("corpus")),
+        dataset=_dataset(data, splits),
         format_sample=data.get("format_sample") is True,
         system_name=fields.text(system, "system", "name"),
         system_params=fields.section("system", "params"),
@@ -134,6 +137,19 @@ def as_run_result(path: Path, raw: Mapping[str, Any]) -> RunResult:
         environment=fields.section("environment"),
         raw=raw,
     )
+
+
+def _dataset(data: Mapping[str, Any], splits: Mapping[str, Any]) -> str:
+    """The dataset's name as recorded (`task.data.name`), or as `harness run` would name its recorded folders."""
+    from harness.data_location import dataset_name
+
+    if isinstance(data.get("name"), str) and data["name"]:
+        return data["name"]
+    if isinstance(data.get("dir"), str):
+        return Path(data["dir"]).name or "root"
+    if isinstance(data.get("train_dir"), str) and isinstance(data.get("test_dir"), str):
+        return dataset_name(Path(data["train_dir"]).name, Path(data["test_dir"]).name)
+    return _text_or_none(splits.get("test", {}).get("corpus")) or ""  # a hand-made file: no name
 
 
 def _text_or_none(value: Any) -> str | None:

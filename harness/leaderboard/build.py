@@ -1,4 +1,4 @@
-"""Leaderboard tables from runs: one table per task and task setting, systems as rows, best first.
+"""Leaderboard tables from runs: one table per task, task setting and dataset, systems as rows, best first.
 
 Runs of one system with several seeds are one row (mean, standard deviation, number of runs). A row whose
 main score is NaN or missing is ranked last, with a warning and a note. Optional: a bootstrap confidence
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from harness.leaderboard.collect import Run, listed, refuse_mixed, unique_runs
+from harness.leaderboard.collect import Run, listed, refuse_mixed, test_data_groups, unique_runs
 from harness.leaderboard.published import published_rows
 from harness.leaderboard.statistics import add_intervals, add_significance
 from harness.leaderboard.table import Row, Table
@@ -31,10 +31,11 @@ logger = logging.getLogger("harness")
 def build_tables(
     runs: Sequence[Run], *, ci: bool = False, significance: bool = False, resamples: int = 1000, seed: int = 0
 ) -> list[Table]:
-    """One table per task and task setting, rows sorted by the main score (best first).
+    """One table per task, task setting and dataset, rows sorted by the main score (best first).
 
     Runs of one task with other task parameters (e.g. another episode length) get a table of
-    their own, named by the parameters that set them apart.
+    their own, named by the parameters that set them apart; runs on other test data (PAN14 essays and novels)
+    one per dataset, named by the dataset (`dataset_names`). Runs of one task in two versions are refused.
     """
     by_task: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in unique_runs(runs):
@@ -44,24 +45,59 @@ def build_tables(
         task_runs = by_task[(name, params_json)]
         siblings = [json.loads(other) for other_name, other in by_task if other_name == name]
         table_name = name + _setting_label(json.loads(params_json), siblings)
-        refuse_mixed(table_name, task_runs)
-        table = _table(table_name, task_runs)
-        table.published = published_rows(name, task_runs[0].result.test_corpus, table.measures)
-        if table.published:
-            table.notes.append("published: results reported in the literature on this corpus, for reference only.")
-        # a task whose per-item details cannot give its main score (e.g. EER from per-query rows)
-        # still gets its table, with a note instead of intervals or tests
-        for wanted, add in ((ci, add_intervals), (significance, add_significance)):
-            if not wanted:
-                continue
-            try:
-                add(table, rounds=resamples, seed=seed)
-            except DataError:  # a broken details file is an error, not a missing feature
-                raise
-            except HarnessError as exc:
-                table.notes.append(f"{add.__name__.removeprefix('add_')} not available: {exc}")
-        tables.append(table)
+        groups = test_data_groups(task_runs)
+        if len({group[0].result.task_version for group in groups}) > 1:
+            refuse_mixed(table_name, task_runs)  # says which runs are of which version
+        older = any(not r.result.test_truth_checksum for r in task_runs) and any(
+            r.result.test_truth_only for r in task_runs
+        )
+        for dataset, group in sorted(zip(dataset_names(groups), groups, strict=True), key=lambda pair: pair[0]):
+            table = _table(table_name, group)
+            table.dataset = dataset
+            if older and len(groups) > 1:
+                table.notes.append(
+                    "a result written before truth checksums were recorded is compared by its files' checksum, which "
+                    "a `harness score --record` result never shares with a run: run or record it again to put them "
+                    "in one table."
+                )
+            table.published = published_rows(name, group[0].result.test_corpus, table.measures)
+            if table.published:
+                table.notes.append("published: results reported in the literature on this corpus, for reference only.")
+            _add_statistics(table, ci=ci, significance=significance, resamples=resamples, seed=seed)
+            tables.append(table)
     return tables
+
+
+def dataset_names(groups: Sequence[Sequence[Run]]) -> list[str]:
+    """Each test-data group's name: its runs' dataset name (names joined with " / " where its runs were given
+    several; a run's name before a record's, which names only a truth file's folder); where two groups would share
+    a name, each is told apart by its test truth's checksum."""
+    names = []
+    for group in groups:
+        named = [run for run in group if not run.result.test_truth_only] or group
+        names.append(" / ".join(sorted({run.result.dataset for run in named})))
+    shared = {name for name in names if names.count(name) > 1}
+    for i, group in enumerate(groups):
+        if names[i] in shared:
+            result = group[0].result
+            # a run's test files tell apart runs on one truth but other texts; a record has only its truth
+            checksum = result.test_truth_checksum if result.test_truth_only else result.data_checksums.get("test")
+            names[i] = f"{names[i]} (test data {(checksum or '?').removeprefix('sha256:')[:8]})"
+    return names
+
+
+def _add_statistics(table: Table, *, ci: bool, significance: bool, resamples: int, seed: int) -> None:
+    """Intervals and tests where asked; a task whose per-item details cannot give its main score (e.g. EER from
+    per-query rows) still gets its table, with a note instead."""
+    for wanted, add in ((ci, add_intervals), (significance, add_significance)):
+        if not wanted:
+            continue
+        try:
+            add(table, rounds=resamples, seed=seed)
+        except DataError:  # a broken details file is an error, not a missing feature
+            raise
+        except HarnessError as exc:
+            table.notes.append(f"{add.__name__.removeprefix('add_')} not available: {exc}")
 
 
 def _setting_label(params: dict[str, Any], all_params: list[dict[str, Any]]) -> str:

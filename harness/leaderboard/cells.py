@@ -43,7 +43,7 @@ def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: 
 
 
 def pair_title(table: Table) -> str:
-    return f"{table.task}: {table.main} per discourse-type pair"
+    return f"{table.title}: {table.main} per discourse-type pair"
 
 
 def pair_header_cells(table: Table) -> list[str]:

@@ -3,7 +3,8 @@
 A run is identified by its content (task name, version and parameters, data checksums, system name and
 parameters, seed, and the fingerprint the harness recorded from these), never by where its file lies: a
 result file given twice, or a copied run folder, is counted once, with a warning and a note. Runs of
-different task versions or test data are never put in one table.
+different test data are never put in one table (`test_data_groups`: one table per dataset), and runs of
+different task versions never in one leaderboard.
 """
 
 from __future__ import annotations
@@ -117,16 +118,22 @@ def unique_runs(runs: Iterable[Run]) -> list[Run]:
     return list(kept.values())
 
 
-def refuse_mixed(task_name: str, runs: Sequence[Run]) -> None:
-    """A HarnessError naming the runs where runs of one table differ in task version or test data
-    (`same_test_data`)."""
+def test_data_groups(runs: Sequence[Run]) -> list[list[Run]]:
+    """The runs in groups that all pairwise share task version and test data (`same_test_data`), in order found."""
     groups: list[list[Run]] = []
-    for run in runs:  # one group holds runs that all pairwise agree: a second group means two runs disagree
+    for run in runs:
         group = next((g for g in groups if all(same_test_data(run.result, other.result) for other in g)), None)
         if group is None:
             groups.append([run])
         else:
             group.append(run)
+    return groups
+
+
+def refuse_mixed(task_name: str, runs: Sequence[Run]) -> None:
+    """A HarnessError naming the runs where runs of one table differ in task version or test data
+    (`same_test_data`)."""
+    groups = test_data_groups(runs)
     if len(groups) > 1:
         lines = [
             f"  version {group[0].result.task_version}, {_test_data_label(group[0].result)}: "
@@ -139,10 +146,10 @@ def refuse_mixed(task_name: str, runs: Sequence[Run]) -> None:
                 "  (a result written before truth checksums were recorded is compared by its files' checksum, which "
                 "a `harness score --record` result never shares with a run: run or record it again)"
             )
-        raise HarnessError(
-            f"task {task_name}: the runs differ in task version or test data and cannot share a table:\n"
-            + "\n".join(lines)
-        )
+        versions = {group[0].result.task_version for group in groups}
+        what = "task version (a table compares one version of a task)" if len(versions) > 1 else "test data"
+        head = f"task {task_name}: the runs differ in {what} and cannot share a table:\n"
+        raise HarnessError(head + "\n".join(lines))
 
 
 def same_test_data(a: RunResult, b: RunResult) -> bool:

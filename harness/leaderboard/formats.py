@@ -40,7 +40,7 @@ def _markdown(tables: Sequence[Table], digits: int) -> str:
     for table in tables:
         direction = ", ".join(f"{m} lower is better" for m in table.measures if m in table.lower_is_better)
         facts = [f"version {table.version}", f"main score {table.main}"] + ([direction] if direction else [])
-        title = f"{table.task} ({'; '.join(facts)})"
+        title = f"{table.title} ({'; '.join(facts)})"
         out.append(f"### {escape.markdown(title)}\n")
         header = [escape.markdown(cell) for cell in header_cells(table)]
         out.append("| " + " | ".join(header) + " |")
@@ -67,7 +67,7 @@ def _latex(tables: Sequence[Table], digits: int) -> str:
     for table in tables:
         header = header_cells(table)
         out.append("\\begin{table}[t]\n\\centering")
-        caption = f"{table.task} (version {table.version}); rows sorted by {table.main}; best value in bold."
+        caption = f"{table.title} (version {table.version}); rows sorted by {table.main}; best value in bold."
         out.append(f"\\caption{{{escape.latex(caption)}}}")
         out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
         out.append(" & ".join(escape.latex(h) for h in header) + " \\\\\n\\midrule")
@@ -115,21 +115,34 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                 is_main = measure == table.main
                 ci = row.ci if (is_main and row.ci) else (None, None)
                 p = row.p_value if is_main else None
-                rows.append([table.task, table.version, row.label, len(row.runs), measure,
+                rows.append([table.task, table.dataset, table.version, row.label, len(row.runs), measure,
                              row.mean[measure], row.std[measure], ci[0], ci[1], p, None])  # fmt: skip
         for row in table.published:
             for measure in table.measures:
                 if measure in row.mean:
-                    rows.append([table.task, table.version, row.label, 0, measure, row.mean[measure],
+                    rows.append([table.task, table.dataset, table.version, row.label, 0, measure, row.mean[measure],
                                  None, None, None, None, row.source])  # fmt: skip
         for row in table.rows:  # the breakdown: the main score of each type pair, named as result.json names it
             for pair in table.type_pairs:
-                rows.append([table.task, table.version, row.label, len(row.runs), f"{pair}/{table.main}",
+                rows.append([table.task, table.dataset, table.version, row.label, len(row.runs), f"{pair}/{table.main}",
                              row.pair_mean[pair], row.pair_std[pair], None, None, None, None])  # fmt: skip
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
-        ["task", "version", "system", "runs", "measure", "mean", "std", "ci_low", "ci_high", "p_vs_best", "published"]
+        [
+            "task",
+            "dataset",
+            "version",
+            "system",
+            "runs",
+            "measure",
+            "mean",
+            "std",
+            "ci_low",
+            "ci_high",
+            "p_vs_best",
+            "published",
+        ]  # fmt: skip
     )
     # numbers stay floats (csv writes their repr); names, which could start a formula, go through `csv_row`
     writer.writerows(escape.csv_row(row) for row in rows)
@@ -140,6 +153,7 @@ def _json(tables: Sequence[Table], digits: int) -> str:
     data = [
         {
             "task": table.task,
+            "dataset": table.dataset,
             "version": table.version,
             "main_score": table.main,
             "measures": table.measures,

@@ -44,6 +44,17 @@ class Table:
     # discourse-type pair -> its test problems, in column order; empty: no breakdown table
     type_pairs: dict[str, int] = field(default_factory=dict)
     pair_notes: list[str] = field(default_factory=list)
+    dataset: str = ""  # the test data's display name (harness.leaderboard.build.dataset_names)
+
+    @property
+    def title(self) -> str:
+        """The task (and setting) with the dataset: how headings, captions and figure titles name the table."""
+        return f"{self.task} on {self.dataset}" if self.dataset else self.task
+
+    @property
+    def file_stem(self) -> str:
+        """How figure files name the table: task and dataset, so two datasets' figures never overwrite each other."""
+        return f"{self.task}-{self.dataset}" if self.dataset else self.task
 
     def best(self, measure: str) -> float | None:
         values = [row.mean[measure] for row in self.rows if measure in row.mean and not math.isnan(row.mean[measure])]

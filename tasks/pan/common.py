@@ -338,6 +338,7 @@ class PanVerificationTask:
         Missing answers are recorded as 0.5. An existing result is refused unless `overwrite`; a second record into
         the folder while one is being written is refused (its lock), so a record's two files are always one record's.
         """
+        from harness.data_location import short_corpus_name
         from harness.results import DETAILS_NAME, RESULT_NAME, build_result, task_record, write_result
 
         truth_files = sorted(Path(truth_path).glob("truth*")) if Path(truth_path).is_dir() else [Path(truth_path)]
@@ -345,7 +346,12 @@ class PanVerificationTask:
         details = [{"id": i, "value": answers.get(i, NO_ANSWER), "same": truth[i].same} for i in ids]
         evaluation = Evaluation(scores=scores, details=details)
         test = {"checksum": sha256_files(truth_files), "truth_checksum": truth_checksum(truth), "size": len(ids)}
-        data = {"test": {**test, "truth_only": True}}  # truth_checksum: the identity a run of this test data has too
+        identity = {"test": {**test, "truth_only": True}}  # truth_checksum: a run of this test data has it too
+        # the dataset's name (harness.data_location): the truth's folder, or above a split folder (`DATA/test`) the
+        # dataset's, as a run with --data DATA names it
+        folder = Path(truth_path).resolve() if Path(truth_path).is_dir() else Path(truth_path).resolve().parent
+        folder = folder.parent if folder.name.lower() in ("test", "train") else folder
+        data = {**identity, "name": short_corpus_name(folder.name)}
         answers_checksum = sha256_files([answers_path])
         result = build_result(
             task=task_record(self.metadata, {}, evaluation, data),
@@ -353,7 +359,7 @@ class PanVerificationTask:
             seed=None,
             evaluation=evaluation,
             timings={},
-            fingerprint="sha256:" + hashlib.sha256(json.dumps([data, answers_checksum]).encode()).hexdigest(),
+            fingerprint="sha256:" + hashlib.sha256(json.dumps([identity, answers_checksum]).encode()).hexdigest(),
             command=sys.argv,
         )
         # under the lock no other record writes here (a second is refused at once, not queued to replace it), and

@@ -190,7 +190,8 @@ def test_report_writes_every_name_as_text(recorded: Path, tmp_path: Path) -> Non
         check_markdown(markdown.read_text(encoding="utf-8"), rows=3)
     check_latex((report / "tables" / "leaderboard.tex").read_text(encoding="utf-8"), rows=3)
     check_csv((report / "tables" / "leaderboard.csv").read_text(encoding="utf-8"))
-    curves = list(csv.DictReader(io.StringIO((report / "plots" / "roc-pan23.csv").read_text(encoding="utf-8"))))
+    roc = (report / "plots" / "roc-pan23-pan23-format-sample.csv").read_text(encoding="utf-8")
+    curves = list(csv.DictReader(io.StringIO(roc)))
     assert {row["system"] for row in curves} == {MARKUP, "'" + FORMULA, SPECIALS}
     html = (report / "index.html").read_text(encoding="utf-8")
     assert "<script" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;|a\n# H" in html
@@ -210,7 +211,7 @@ def test_plots_draw_names_as_text(tmp_path: Path) -> None:
         harness("score", "--task", "pan23", "--truth", SAMPLE / "test" / "truth.jsonl", "--answers", answers,
                 "--record", tmp_path / "runs" / f"system-{k}", "--system-name", name)  # fmt: skip
     harness("plot", tmp_path / "runs", "--out", tmp_path / "figures")
-    roc = (tmp_path / "figures" / "roc-pan23.csv").read_text(encoding="utf-8")
+    roc = (tmp_path / "figures" / "roc-pan23-pan23-format-sample.csv").read_text(encoding="utf-8")
     assert all(name in roc for name in names)
     from harness.plotting import _legend_label
 

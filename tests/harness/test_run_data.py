@@ -34,8 +34,10 @@ def test_pan14_novels_as_distributed_run_with_train_and_test(tmp_path: Path) -> 
     code, output = invoke("run", "--system", "length_ratio", "--task", "pan-classic", "--train", train, "--test", test,
                           "--out", out)  # fmt: skip
     assert code == 0, output
-    run_dir = out / "pan-classic" / f"{NOVELS_TRAIN}+{NOVELS_TEST}" / "length_ratio" / "seed-0"
+    # issue 29: the folder was `<train folder>+<test folder>`, 170 characters; now the corpus's short name
+    run_dir = out / "pan-classic" / "pan14-english-novels" / "length_ratio" / "seed-0"
     result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    assert result["task"]["data"]["name"] == "pan14-english-novels"
     assert result["task"]["data"]["train_dir"] == str(train.resolve())
     assert result["task"]["data"]["test_dir"] == str(test.resolve())
     assert result["task"]["data"]["test"]["size"] == 200 and result["task"]["data"]["train"]["size"] == 100

@@ -159,7 +159,7 @@ def test_the_leaderboard_has_a_table_of_the_main_score_per_pair(runs: Path):
     markdown = render([table], "markdown")
     pairs = "email+essay (n=10) | email+interview (n=5) | essay+essay (n=3) | interview+interview (n=2)"
     head = f"| system | runs | {pairs} |"
-    assert "#### pan23: overall per discourse-type pair" in markdown and head in markdown
+    assert "#### pan23 on data: overall per discourse-type pair" in markdown and head in markdown
     for row in table.rows:
         results = [json.loads(run.path.read_text(encoding="utf-8"))["scores"] for run in row.runs]
         line = next(line for line in markdown.splitlines()[markdown.splitlines().index(head) :]
@@ -203,7 +203,7 @@ def test_the_html_report_shows_the_same_breakdown(runs: Path, tmp_path: Path):
     report = tmp_path / "report"
     result = CliRunner().invoke(main, ["report", "--results", str(runs), "--out", str(report), "--resamples", "5"])
     assert result.exit_code == 0, result.output
-    assert "#### pan23: overall per discourse-type pair" in (report / "index.md").read_text(encoding="utf-8")
+    assert "#### pan23 on data: overall per discourse-type pair" in (report / "index.md").read_text(encoding="utf-8")
     assert '<table class="type-pairs">' in (report / "index.html").read_text(encoding="utf-8")
 
 

@@ -88,6 +88,6 @@ def test_harness_run_varlen_linker_on_reddit(real_slice: Path, tmp_path: Path):
 
     written = plot_linking_curves(find_runs([result_path]), tmp_path / "plots")
     names = {p.name for p in written}
-    for stem in ("eer-by-target-size-reddit", "roc-reddit", "det-reddit"):
+    for stem in (f"{kind}-reddit-{real_slice.name}" for kind in ("eer-by-target-size", "roc", "det")):
         assert {f"{stem}.png", f"{stem}.pdf", f"{stem}.csv"} <= names
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written if p.suffix == ".png")

@@ -1,0 +1,93 @@
+"""Tables and figures over several corpora (issue 29): one table per dataset, named; correct ROC curves.
+
+Real runs: `cngdist` on PAN14 English essays and novels as PAN distributed them (`--train/--test`), read from
+`pan13-15-av-en.tar.gz` in `$HARNESS_SHARED_DATA`; skipped only where that file is absent.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers.pan_corpora import extract_corpora
+
+from harness.cli import main
+
+ESSAYS = ("pan14-author-verification-training-corpus-english-essays-2014-04-22",
+          "pan14-author-verification-test-corpus2-english-essays-2014-04-22")  # fmt: skip
+NOVELS = ("pan14-author-verification-training-corpus-english-novels-2014-04-22",
+          "pan14-author-verification-test-corpus2-english-novels-2014-04-22")  # fmt: skip
+
+
+def invoke(*args: object) -> str:
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def pan14_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """cngdist on PAN14 essays and on novels, one runs/ folder: the issue's repro."""
+    root = tmp_path_factory.mktemp("pan14")
+    corpora = extract_corpora(root / "raw", ESSAYS + NOVELS)
+    for train, test in (ESSAYS, NOVELS):
+        invoke("run", "--system", "cngdist", "--task", "pan-classic", "--train", corpora[train], "--test",
+               corpora[test], "--out", root / "runs")  # fmt: skip
+    return root / "runs"
+
+
+def test_run_folders_carry_the_short_dataset_name(pan14_runs: Path) -> None:
+    """The run folder was `<training folder>+<test folder>` (about 170 characters)."""
+    folders = sorted(p.name for p in (pan14_runs / "pan-classic").iterdir())
+    assert folders == ["pan14-english-essays", "pan14-english-novels"]
+
+
+def test_one_leaderboard_table_per_dataset_named_by_it(pan14_runs: Path) -> None:
+    """Before: exit 2, "the runs differ in task version or test data and cannot share a table"."""
+    markdown = invoke("leaderboard", pan14_runs)
+    headings = [line.split(" (version")[0] for line in markdown.splitlines() if line.startswith("### ")]
+    assert headings == ["### pan-classic on pan14-english-essays", "### pan-classic on pan14-english-novels"]
+    rows = list(csv.DictReader(invoke("leaderboard", pan14_runs, "--format", "csv").splitlines()))
+    by_dataset = {
+        row["dataset"]: float(row["mean"]) for row in rows if row["measure"] == "auc" and row["system"] == "cngdist"
+    }
+    for dataset in ("pan14-english-essays", "pan14-english-novels"):
+        result = json.loads(next((pan14_runs / "pan-classic" / dataset).rglob("result.json")).read_text())
+        assert by_dataset[dataset] == pytest.approx(result["scores"]["auc"])
+    tables = json.loads(invoke("leaderboard", pan14_runs, "--format", "json"))
+    assert [t["dataset"] for t in tables] == ["pan14-english-essays", "pan14-english-novels"]
+    latex = invoke("leaderboard", pan14_runs, "--format", "latex")
+    assert "pan-classic on pan14-english-essays" in latex and "pan-classic on pan14-english-novels" in latex
+
+
+def test_roc_curves_run_up_and_their_area_is_the_runs_auc(pan14_runs: Path, tmp_path: Path) -> None:
+    """Before: points of one false positive rate were sorted with the true positive rate falling (a sawtooth), and
+    both datasets' figures were written to one file name, the second overwriting the first."""
+    invoke("plot", pan14_runs, "--out", tmp_path / "figures")
+    for dataset in ("pan14-english-essays", "pan14-english-novels"):
+        path = tmp_path / "figures" / f"roc-pan-classic-{dataset}.csv"
+        points = [(float(r["fpr"]), float(r["tpr"])) for r in csv.DictReader(path.read_text().splitlines())]
+        assert points == sorted(points)  # by FPR, then TPR: never down within one FPR
+        fpr, tpr = np.array(points).T
+        area = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+        result = json.loads(next((pan14_runs / "pan-classic" / dataset).rglob("result.json")).read_text())
+        assert area == pytest.approx(result["scores"]["auc"], abs=1e-9)
+        assert (tmp_path / "figures" / f"det-pan-classic-{dataset}.png").stat().st_size > 0
+
+
+def test_a_run_can_name_its_dataset(tmp_path: Path) -> None:
+    from helpers.paths import SAMPLE as sample
+
+    invoke("run", "--system", "length_ratio", "--task", "pan23", "--data", sample, "--name", "my sample v2",
+           "--out", tmp_path / "runs")  # fmt: skip
+    result_file = tmp_path / "runs" / "pan23" / "my_sample_v2" / "length_ratio" / "seed-0" / "result.json"
+    assert json.loads(result_file.read_text())["task"]["data"]["name"] == "my sample v2"
+    assert "### pan23 on my sample v2 (" in invoke("leaderboard", tmp_path / "runs")
+    refused = CliRunner().invoke(main, ["run", "--system", "length_ratio", "--task", "pan23", "--data", str(sample),
+                                        "--name", "//", "--out", str(tmp_path / "other")])  # fmt: skip
+    assert refused.exit_code == 2 and "--name '//'" in refused.output
+    assert not (tmp_path / "other").exists()
