@@ -25,7 +25,8 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    as that member does (a second band over answers it has banded already would fit the same out-of-fold evidence
    again and lose what ties at 0.5). `select="all"` keeps every member (PAN 2014's meta-model over all
    submissions). `info["chosen"]` names the members chosen, `info["selection"]` the cross-validated AUC after
-   each step.
+   each step. Where no member's meta-model beats chance (AUC 0.5) out of fold, the training problems cannot choose,
+   and every member stays (`info["selection"]` is then empty).
 3. The meta-model is fitted on the chosen members' out-of-fold answers.
 4. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on the scores this meta-model, the one
    that answers, gives the out-of-fold meta-features: the scale it answers on. (Fitted on the fold meta-models'
@@ -132,7 +133,9 @@ def forward_selection(
     """The columns of `meta` chosen one at a time while the meta-model's cross-validated AUC rises.
 
     Returns the chosen columns (in the order chosen) and the cross-validated AUC after each step. Ties go to the
-    earlier column; a step that does not raise the AUC is not taken, so a member that adds nothing stays out.
+    earlier column; a step that does not raise the AUC is not taken, so a member that adds nothing stays out, and
+    the first must beat chance (0.5: a meta-model that gives a member no weight answers a constant, whose AUC is
+    0.5). Where no member beats chance, nothing is chosen: the caller decides.
     """
     from harness.metrics.verification import auc
 
@@ -148,7 +151,7 @@ def forward_selection(
 
     chosen: list[int] = []
     trail: list[float] = []
-    best = -np.inf
+    best = 0.5
     while len(chosen) < meta.shape[1]:
         trials = [(cross_validated_auc([*chosen, j]), j) for j in range(meta.shape[1]) if j not in chosen]
         value, column = max(trials, key=lambda trial: trial[0])  # max keeps the first of equal values
@@ -241,10 +244,11 @@ class StackedEnsemble(CalibratedVerifier):
         if np.isnan(meta).any():
             raise HarnessError(f"{self.name}: a member gave NaN answers on held-out training problems")
 
+        order, trail = list(range(len(classes))), []
         if self.select == "cv":
+            # where no member beats chance out of fold, the training problems cannot choose: every member stays
             order, trail = forward_selection(meta, labels, folds, lambda x, y: self._fit_meta(x, y, seed))
-        else:
-            order, trail = list(range(len(classes))), []
+            order = order or list(range(len(classes)))
         columns = sorted(order)
         chosen = [self.members[j] for j in columns]
 

@@ -144,6 +144,9 @@ def test_forward_selection_keeps_members_that_add_to_the_cross_validated_auc() -
     # where one member carries all the signal, the ensemble is that member alone
     order, trail = forward_selection(meta[:, [0, 1]], labels, folds, fit)
     assert order == [1] and len(trail) == 1
+    # where none beats chance, none is chosen (a member given no weight answers a constant: AUC 0.5, not a choice)
+    assert forward_selection(meta[:, [0]], labels, folds, fit) == ([], [])
+    assert forward_selection(1.0 - meta[:, [1]], labels, folds, fit) == ([], [])
 
 
 class TruthMember(RecordingMember):
@@ -178,6 +181,29 @@ def test_only_chosen_members_answer_and_are_saved(recorder: type[RecordingMember
         )
     finally:
         del registry.SYSTEMS["truth"]
+
+
+class WrongWayMember(RecordingMember):
+    """A fake member that answers every toy problem the wrong way round."""
+
+    name: ClassVar[str] = "wrong_way"
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        return [Answer(p.id, 0.2 if int(p.id[1:]) % 4 < 2 else 0.8) for p in problems]
+
+
+def test_where_no_member_beats_chance_every_member_stays() -> None:
+    """Two members that answer the wrong way round: neither beats chance out of fold, so the training problems
+    cannot choose and both stay (before the chance floor, the first of two constant meta-models was 'chosen')."""
+    entry = registry.Entry(f"{__name__}:WrongWayMember", "test fake")
+    registry.SYSTEMS["wrong_way"] = registry.SYSTEMS["wrong_way_too"] = entry
+    try:
+        system = StackedEnsemble(members=("wrong_way", "wrong_way_too"), folds=4)
+        system.fit(_toy_data(40), seed=0)
+        assert system.info is not None
+        assert system.info["selection"] == [] and system.info["chosen"] == ["wrong_way", "wrong_way_too"]
+    finally:
+        del registry.SYSTEMS["wrong_way"], registry.SYSTEMS["wrong_way_too"]
 
 
 def test_a_checkpoint_written_before_selection_loads_with_every_member(tmp_path: Path) -> None:
