@@ -54,6 +54,10 @@ def build_tables(
         for dataset, group in sorted(zip(dataset_names(groups), groups, strict=True), key=lambda pair: pair[0]):
             table = _table(table_name, group)
             table.dataset = dataset
+            if any(run.result.format_sample for run in group):  # one test data: all runs of it, or none
+                table.format_sample = True
+                table.notes.append("format sample: the project's sample of the data format, not real data; these "
+                                   "scores mean nothing.")  # fmt: skip
             if older and len(groups) > 1:
                 table.notes.append(
                     "a result written before truth checksums were recorded is compared by its files' checksum, which "

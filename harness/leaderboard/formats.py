@@ -108,6 +108,7 @@ def _latex_pairs(table: Table, digits: int) -> str:
 def _csv(tables: Sequence[Table], digits: int) -> str:
     rows: list[list[Any]] = []
     for table in tables:
+        where = [table.task, table.dataset_label, table.version]
         for row in table.rows:
             for measure in table.measures:
                 if measure not in row.mean:
@@ -115,16 +116,16 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                 is_main = measure == table.main
                 ci = row.ci if (is_main and row.ci) else (None, None)
                 p = row.p_value if is_main else None
-                rows.append([table.task, table.dataset, table.version, row.label, len(row.runs), measure,
+                rows.append([*where, row.label, len(row.runs), measure,
                              row.mean[measure], row.std[measure], ci[0], ci[1], p, None])  # fmt: skip
         for row in table.published:
             for measure in table.measures:
                 if measure in row.mean:
-                    rows.append([table.task, table.dataset, table.version, row.label, 0, measure, row.mean[measure],
+                    rows.append([*where, row.label, 0, measure, row.mean[measure],
                                  None, None, None, None, row.source])  # fmt: skip
         for row in table.rows:  # the breakdown: the main score of each type pair, named as result.json names it
             for pair in table.type_pairs:
-                rows.append([table.task, table.dataset, table.version, row.label, len(row.runs), f"{pair}/{table.main}",
+                rows.append([*where, row.label, len(row.runs), f"{pair}/{table.main}",
                              row.pair_mean[pair], row.pair_std[pair], None, None, None, None])  # fmt: skip
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -154,6 +155,7 @@ def _json(tables: Sequence[Table], digits: int) -> str:
         {
             "task": table.task,
             "dataset": table.dataset,
+            "format_sample": table.format_sample,
             "version": table.version,
             "main_score": table.main,
             "measures": table.measures,

@@ -45,11 +45,17 @@ class Table:
     type_pairs: dict[str, int] = field(default_factory=dict)
     pair_notes: list[str] = field(default_factory=list)
     dataset: str = ""  # the test data's display name (harness.leaderboard.build.dataset_names)
+    format_sample: bool = False  # the project's format sample: scores that mean nothing, marked wherever shown
+
+    @property
+    def dataset_label(self) -> str:
+        """The dataset's name as tables show it: marked where it is the format sample."""
+        return self.dataset + (" (format sample)" if self.format_sample else "")
 
     @property
     def title(self) -> str:
         """The task (and setting) with the dataset: how headings, captions and figure titles name the table."""
-        return f"{self.task} on {self.dataset}" if self.dataset else self.task
+        return f"{self.task} on {self.dataset_label}" if self.dataset else self.task
 
     @property
     def file_stem(self) -> str:

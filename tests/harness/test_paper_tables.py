@@ -86,7 +86,9 @@ def test_a_run_can_name_its_dataset(tmp_path: Path) -> None:
            "--out", tmp_path / "runs")  # fmt: skip
     result_file = tmp_path / "runs" / "pan23" / "my_sample_v2" / "length_ratio" / "seed-0" / "result.json"
     assert json.loads(result_file.read_text())["task"]["data"]["name"] == "my sample v2"
-    assert "### pan23 on my sample v2 (" in invoke("leaderboard", tmp_path / "runs")
+    # and a format-sample run says so in its table (before: nothing marked it)
+    markdown = invoke("leaderboard", tmp_path / "runs")
+    assert "### pan23 on my sample v2 (format sample) (" in markdown and "not real data" in markdown
     refused = CliRunner().invoke(main, ["run", "--system", "length_ratio", "--task", "pan23", "--data", str(sample),
                                         "--name", "//", "--out", str(tmp_path / "other")])  # fmt: skip
     assert refused.exit_code == 2 and "--name '//'" in refused.output
