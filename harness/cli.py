@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -289,13 +289,16 @@ def _pan_answers_task(task_name: str) -> Any:
 @click.option("--task", "task_name", required=True)
 @click.option("--input", "input_dir", type=_Path(), required=True, help="Problems (no truth).")
 @click.option("--output", "output_dir", type=_Path(), required=True)
-@click.option("--checkpoint", type=_Path(), help="Required: the checkpoint folder a `harness run` wrote.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing answers.jsonl.")
+@click.option(
+    "--checkpoint", type=_Path(), help="[required] The checkpoint folder a `harness run` wrote (<run>/checkpoint)."
+)
+@click.option("--overwrite", is_flag=True, help="Replace existing answer files.")
 def predict_cmd(
     system_name: str, task_name: str, input_dir: Path, output_dir: Path, checkpoint: Path | None, overwrite: bool
 ) -> None:
-    """TIRA mode: answer the problems in --input and write --output/answers.jsonl. Needs no network."""
-    from core.files import write_jsonl, writing_alone
+    """TIRA mode: answer the problems in --input and write --output/answers.jsonl (for pan-classic also PAN
+    2013-2015's answers.txt). Needs no network."""
+    from core.files import atomic_write, write_jsonl, writing_alone
 
     task = _pan_answers_task(task_name)
     registry.check_fits(system_name, task_name)
@@ -305,21 +308,30 @@ def predict_cmd(
             f"`harness run --system {system_name} --task {task_name}` wrote (<out>/.../seed-N/checkpoint)"
         )
     answers_path = output_dir / "answers.jsonl"
+    paths = [answers_path, *(output_dir / name for name in task.extra_answer_files([]))]
     _check_output_folder(output_dir, "--output")
-    if answers_path.is_dir():
-        raise HarnessError(f"--output {output_dir}: {answers_path} is a folder; predict writes its answers there")
-    if answers_path.exists() and not overwrite:
-        raise HarnessError(f"{answers_path} exists; pass --overwrite to replace it")
+    for path in paths:
+        if path.is_dir():
+            raise HarnessError(f"--output {output_dir}: {path} is a folder; predict writes its answers there")
+    _refuse_existing(paths, overwrite)
     data = task.load_inputs(input_dir)
     system_cls = registry.system_class(system_name)
     system = system_cls.load(checkpoint)
     answers = task.answer(system, data)
     # under the lock no live predict writes here: a `.answers.jsonl.XXXXXXXX.tmp` left is a killed one's, removed
-    with writing_alone(output_dir, [answers_path.name]):
-        if answers_path.exists() and not overwrite:  # again: another predict may have written it meanwhile
-            raise HarnessError(f"{answers_path} exists; pass --overwrite to replace it")
+    with writing_alone(output_dir, [path.name for path in paths]):
+        _refuse_existing(paths, overwrite)  # again: another predict may have written them meanwhile
         write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
-    click.echo(f"wrote {len(answers)} answers to {answers_path}")
+        for name, text in task.extra_answer_files(answers).items():
+            with atomic_write(output_dir / name) as handle:
+                handle.write(text)
+    click.echo(f"wrote {len(answers)} answers to {', '.join(str(path) for path in paths)}")
+
+
+def _refuse_existing(paths: Sequence[Path], overwrite: bool) -> None:
+    existing = [path for path in paths if path.exists()]
+    if existing and not overwrite:
+        raise HarnessError(f"{existing[0]} exists; pass --overwrite to replace it")
 
 
 @main.command("score")

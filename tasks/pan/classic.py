@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
 from core.errors import DataError
 from core.files import file_problem, sha256_files
-from core.records import VerificationData, VerificationTruth
+from core.records import Answer, VerificationData, VerificationTruth
 from harness.metrics.verification import auc_x_c_at_1_from_results
 from harness.task import TaskMetadata
 from tasks.pan.common import PanVerificationTask, check_truth_ids, checked_split_folder
-from tasks.pan.folders import CLASSIC_GENRES, problem_dirs, read_classic_corpus, read_classic_truth
+from tasks.pan.folders import (
+    CLASSIC_ANSWERS,
+    CLASSIC_GENRES,
+    classic_answers_text,
+    problem_dirs,
+    read_classic_answers,
+    read_classic_corpus,
+    read_classic_truth,
+)
 
 
 class PanClassicTask(PanVerificationTask):
@@ -84,6 +92,16 @@ class PanClassicTask(PanVerificationTask):
                 raise DataError("expected truth.txt in this directory", path=path)
             path = path / "truth.txt"
         return read_classic_truth(path)[0]
+
+    def read_answers(self, path: Path) -> dict[str, float]:
+        """PAN 2013-2015's answers.txt ("ID value" lines) where the file is named *.txt; answers.jsonl otherwise."""
+        if Path(path).name.lower().endswith(".txt"):
+            return read_classic_answers(path)
+        return super().read_answers(path)
+
+    def extra_answer_files(self, answers: Sequence[Answer]) -> dict[str, str]:
+        """`predict` writes PAN 2013-2015's own answers.txt beside answers.jsonl (what their evaluators read)."""
+        return {CLASSIC_ANSWERS: classic_answers_text((a.id, a.value) for a in answers)}
 
     def derived_measures(self, scores: Mapping[str, float]) -> dict[str, float]:
         """AUC x c@1, the PAN 2014/15 ranking score."""

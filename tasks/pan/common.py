@@ -302,6 +302,10 @@ class PanVerificationTask:
 
         return answer_all(system, data.problems)
 
+    def extra_answer_files(self, answers: Sequence[Answer]) -> dict[str, str]:
+        """Answer files in a format of the task's own, written by `predict` beside answers.jsonl (name -> text)."""
+        return {}
+
     def read_answers(self, path: Path) -> dict[str, float]:
         """Read a PAN answers file (jsonl or jsonl.gz) into value by problem id, validating every line."""
         from tasks.pan.evaluator import read_answers

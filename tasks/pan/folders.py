@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,49 @@ def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[s
     if not truth:
         raise DataError("file is empty", path=path)
     return truth, lines
+
+
+CLASSIC_ANSWERS = "answers.txt"  # PAN 2013-2015's answers file: "ID value" lines (the ID without quotes)
+
+
+def read_classic_answers(path: Path) -> dict[str, float]:
+    """Read a PAN 2013-2015 answers.txt ("EN101 0.513" lines; BOM, CRLF and blank lines tolerated) into value by id.
+
+    A line without exactly two fields, a value that is not a number in [0, 1], and a duplicate id are DataErrors
+    naming file, line and field.
+    """
+    path = Path(path)
+    try:
+        content = decode_utf8(path.read_bytes(), path)
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
+    answers: dict[str, float] = {}
+    lines: dict[str, int] = {}
+    for line_no, line in enumerate(content.splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2:
+            raise DataError(f"expected 'ID value', got {line.strip()[:80]!r}", path=path, line=line_no)
+        problem_id, text = parts
+        if problem_id in lines:
+            raise DataError(
+                f"duplicate id {problem_id!r} (first on line {lines[problem_id]})", path=path, line=line_no, field="id"
+            )
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise DataError(f"expected a number in [0, 1], got {text!r}", path=path, line=line_no, field="value")
+        answers[problem_id] = value
+        lines[problem_id] = line_no
+    if not answers:
+        raise DataError("file is empty", path=path)
+    return answers
+
+
+def classic_answers_text(answers: Iterable[tuple[str, float]]) -> str:
+    """answers.txt as PAN 2013-2015 asked for it: one "ID value" line per problem (the value written in full, so the
+    file scores exactly as answers.jsonl does)."""
+    return "".join(f"{problem_id} {float(value)!r}\n" for problem_id, value in answers)

@@ -93,3 +93,34 @@ def test_a_run_can_name_its_dataset(tmp_path: Path) -> None:
                                         "--name", "//", "--out", str(tmp_path / "other")])  # fmt: skip
     assert refused.exit_code == 2 and "--name '//'" in refused.output
     assert not (tmp_path / "other").exists()
+
+
+def test_pan_2013_2015_answers_txt_is_written_and_scored_beside_the_runs(pan14_runs: Path, tmp_path: Path) -> None:
+    """Before: `score --task pan-classic` refused PAN's own answers.txt ("EN101 0.513" lines) as malformed JSON, and
+    `predict` wrote answers.jsonl only."""
+    run = next((pan14_runs / "pan-classic" / "pan14-english-essays").rglob("result.json")).parent
+    test_dir = Path(json.loads((run / "result.json").read_text())["task"]["data"]["test_dir"])
+    invoke("predict", "--system", "cngdist", "--task", "pan-classic", "--input", test_dir, "--output",
+           tmp_path / "tira", "--checkpoint", run / "checkpoint")  # fmt: skip
+    txt = (tmp_path / "tira" / "answers.txt").read_text(encoding="utf-8").splitlines()
+    jsonl = [json.loads(line) for line in (tmp_path / "tira" / "answers.jsonl").read_text().splitlines()]
+    assert [line.split() for line in txt] == [[a["id"], repr(a["value"])] for a in jsonl]
+    record = tmp_path / "runs" / "pan14-submission"
+    from_txt = invoke("score", "--task", "pan-classic", "--truth", test_dir, "--answers",
+                      tmp_path / "tira" / "answers.txt", "--record", record, "--system-name", "sub")  # fmt: skip
+    from_jsonl = invoke("score", "--task", "pan-classic", "--truth", test_dir, "--answers",
+                        tmp_path / "tira" / "answers.jsonl")  # fmt: skip
+    assert from_txt.splitlines()[:3] == from_jsonl.splitlines()[:3]  # the same score table
+    recorded = json.loads((record / "result.json").read_text())
+    assert recorded["scores"]["auc"] == pytest.approx(json.loads((run / "result.json").read_text())["scores"]["auc"])
+    # the record stands in the essays table beside the run that made its answers
+    markdown = invoke("leaderboard", pan14_runs, tmp_path / "runs")
+    essays = markdown.split("### pan-classic on pan14-english-essays")[1].split("###")[0]
+    assert "| sub |" in essays and "| cngdist |" in essays
+
+    bad = tmp_path / "bad" / "answers.txt"
+    bad.parent.mkdir()
+    bad.write_text("EN001 0.5\nEN002 1.5\n", encoding="utf-8")
+    refused = CliRunner().invoke(main, ["score", "--task", "pan-classic", "--truth", str(test_dir), "--answers",
+                                        str(bad)])  # fmt: skip
+    assert refused.exit_code == 2 and f"{bad}:2" in refused.output and "value" in refused.output
