@@ -14,7 +14,7 @@ import codecs
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +225,33 @@ def _check_contents_listing(listed: list[Any], problems: Sequence[VerificationPr
         raise DataError(f"does not list problem folders: {', '.join(extra)}", path=path, field="problems")
 
 
+def _id_lines(path: Path, expected: str, missing: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, id, second field) of each "ID field" line of a PAN 2013-2015 text file (BOM, CRLF and blank
+    lines tolerated); a line of another shape, a repeated id and a file with no line are DataErrors."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(missing, path=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
+    first: dict[str, int] = {}
+    for line_no, line in enumerate(decode_utf8(raw, path).splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2:
+            raise DataError(f"expected {expected}, got {line.strip()[:80]!r}", path=path, line=line_no)
+        problem_id, field = parts
+        if problem_id in first:
+            raise DataError(
+                f"duplicate id {problem_id!r} (first on line {first[problem_id]})", path=path, line=line_no, field="id"
+            )
+        first[problem_id] = line_no
+        yield line_no, problem_id, field
+    if not first:
+        raise DataError("file is empty", path=path)
+
+
 def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[str, int]]:
     """Read a PAN 2013-2015 truth.txt ("ID Y|N" lines; BOM, CRLF and blank lines tolerated).
 
@@ -232,32 +259,13 @@ def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[s
     and the line each id is on.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError("truth file not found", path=path) from None
-    except OSError as exc:
-        raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
-    content = decode_utf8(raw, path)
     truth: dict[str, VerificationTruth] = {}
     lines: dict[str, int] = {}
-    for line_no, line in enumerate(content.splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 2:
-            raise DataError(f"expected 'ID Y' or 'ID N', got {line.strip()!r}", path=path, line=line_no)
-        problem_id, answer = parts
-        if problem_id in lines:
-            raise DataError(
-                f"duplicate id {problem_id!r} (first on line {lines[problem_id]})", path=path, line=line_no, field="id"
-            )
+    for line_no, problem_id, answer in _id_lines(path, "'ID Y' or 'ID N'", "truth file not found"):
         if answer.upper() not in ("Y", "N"):
             raise DataError(f"expected Y or N, got {answer!r}", path=path, line=line_no, field="answer")
         truth[problem_id] = VerificationTruth(problem_id, answer.upper() == "Y", None)
         lines[problem_id] = line_no
-    if not truth:
-        raise DataError("file is empty", path=path)
     return truth, lines
 
 
@@ -271,23 +279,8 @@ def read_classic_answers(path: Path) -> dict[str, float]:
     naming file, line and field.
     """
     path = Path(path)
-    try:
-        content = decode_utf8(path.read_bytes(), path)
-    except OSError as exc:
-        raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
     answers: dict[str, float] = {}
-    lines: dict[str, int] = {}
-    for line_no, line in enumerate(content.splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 2:
-            raise DataError(f"expected 'ID value', got {line.strip()[:80]!r}", path=path, line=line_no)
-        problem_id, text = parts
-        if problem_id in lines:
-            raise DataError(
-                f"duplicate id {problem_id!r} (first on line {lines[problem_id]})", path=path, line=line_no, field="id"
-            )
+    for line_no, problem_id, text in _id_lines(path, "'ID value'", "answers file not found"):
         try:
             value = float(text)
         except ValueError:
@@ -295,9 +288,6 @@ def read_classic_answers(path: Path) -> dict[str, float]:
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
             raise DataError(f"expected a number in [0, 1], got {text!r}", path=path, line=line_no, field="value")
         answers[problem_id] = value
-        lines[problem_id] = line_no
-    if not answers:
-        raise DataError("file is empty", path=path)
     return answers
 
 
