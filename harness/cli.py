@@ -555,13 +555,21 @@ def plot_cmd(results: tuple[Path, ...], out_dir: Path, overwrite: bool) -> None:
 
 
 @main.command("report")
-@click.option("--results", "results", multiple=True, required=True, type=_ExistingPath())
-@click.option("--out", "out_dir", type=_Path(), required=True)
+@click.option(
+    "--results",
+    "results",
+    multiple=True,
+    required=True,
+    type=_ExistingPath(),
+    help="A runs folder or a result.json (repeatable: --results runs/ --results records/).",
+)
+@click.option("--out", "out_dir", type=_Path(), required=True, help="A new or empty folder for the report.")
 @click.option("--ci/--no-ci", default=True, show_default=True)
 @click.option("--significance/--no-significance", default=True, show_default=True)
 @click.option("--resamples", type=click.IntRange(min=1), default=1000, show_default=True)
 def report_cmd(results: tuple[Path, ...], out_dir: Path, ci: bool, significance: bool, resamples: int) -> None:
-    """Leaderboards (md, tex, csv, json) and all plots of the results, with a Markdown index."""
+    """Leaderboards (md, tex, csv, json), one table per dataset, and all plots of the results, with a Markdown and
+    an HTML index."""
     from harness.report import write_report
 
     _check_output_folder(out_dir, "--out")

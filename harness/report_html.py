@@ -84,8 +84,7 @@ def render_html(
 
 
 def _table_html(table: Table, anchors: dict[Path, str], digits: int) -> list[str]:
-    direction = ", ".join(f"{m} lower is better" for m in table.measures if m in table.lower_is_better)
-    facts = [f"version {table.version}", f"main score {table.main}"] + ([direction] if direction else [])
+    facts = cells.table_facts(table)
     out = [f"<h3>{escape(table.title)} <small>({escape('; '.join(facts))})</small></h3>", '<table class="leaderboard">']
     heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in cells.header_cells(table))
     out.append(f"<thead><tr>{heads}</tr></thead>")

@@ -3,15 +3,47 @@
 from __future__ import annotations
 
 import math
+import re
 
 from harness.leaderboard.statistics import SIGNIFICANCE_LEVEL
 from harness.leaderboard.table import Row, Table
 
+# how papers write the measures; result files, CSV and JSON keep the names (`c_at_1`), tables show these
+MEASURE_LABELS = {
+    "auc": "AUC",
+    "c_at_1": "c@1",
+    "f1": "F1",
+    "f_05_u": "F0.5u",
+    "brier": "Brier",
+    "overall": "overall",
+    "auc_x_c_at_1": "AUC x c@1",
+    "c_at_1_best_band": "c@1 best band",
+    "mrr": "MRR",
+    "mean_rank": "mean rank",
+    "eer": "EER",
+    "min_dcf": "minDCF",
+}
+
+
+def measure_label(name: str) -> str:
+    """A measure's name as a table header shows it: `c_at_1` -> `c@1`, `recall_at_10` -> `R@10`; others as they are."""
+    if name in MEASURE_LABELS:
+        return MEASURE_LABELS[name]
+    recall = re.fullmatch(r"recall_at_(\d+)", name)
+    return f"R@{recall.group(1)}" if recall else name
+
+
+def table_facts(table: Table) -> list[str]:
+    """What a table's heading says beside its title: version, main score, measures where lower is better."""
+    lower = [measure_label(m) for m in table.measures if m in table.lower_is_better]
+    direction = [", ".join(f"{m} lower is better" for m in lower)] if lower else []
+    return [f"version {table.version}", f"main score {measure_label(table.main)}", *direction]
+
 
 def header_cells(table: Table) -> list[str]:
-    header = ["system", "runs"] + table.measures
+    header = ["system", "runs"] + [measure_label(m) for m in table.measures]
     if any(row.ci for row in table.rows):
-        header.append(f"{table.main} 95% CI")
+        header.append(f"{measure_label(table.main)} 95% CI")
     if any(row.p_value is not None for row in table.rows):
         header.append("p vs best")
     return header

@@ -17,11 +17,13 @@ from core.errors import HarnessError
 from harness.leaderboard import escape
 from harness.leaderboard.cells import (
     header_cells,
+    measure_label,
     pair_header_cells,
     pair_row_cells,
     pair_title,
     row_cells,
     source_lines,
+    table_facts,
 )
 from harness.leaderboard.table import Table
 
@@ -38,9 +40,7 @@ def render(tables: Sequence[Table], fmt: str, *, digits: int = 3) -> str:
 def _markdown(tables: Sequence[Table], digits: int) -> str:
     out = []
     for table in tables:
-        direction = ", ".join(f"{m} lower is better" for m in table.measures if m in table.lower_is_better)
-        facts = [f"version {table.version}", f"main score {table.main}"] + ([direction] if direction else [])
-        title = f"{table.title} ({'; '.join(facts)})"
+        title = f"{table.title} ({'; '.join(table_facts(table))})"
         out.append(f"### {escape.markdown(title)}\n")
         header = [escape.markdown(cell) for cell in header_cells(table)]
         out.append("| " + " | ".join(header) + " |")
@@ -67,7 +67,9 @@ def _latex(tables: Sequence[Table], digits: int) -> str:
     for table in tables:
         header = header_cells(table)
         out.append("\\begin{table}[t]\n\\centering")
-        caption = f"{table.title} (version {table.version}); rows sorted by {table.main}; best value in bold."
+        caption = (
+            f"{table.title} (version {table.version}); rows sorted by {measure_label(table.main)}; best value in bold."
+        )
         out.append(f"\\caption{{{escape.latex(caption)}}}")
         out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
         out.append(" & ".join(escape.latex(h) for h in header) + " \\\\\n\\midrule")

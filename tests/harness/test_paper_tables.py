@@ -124,3 +124,13 @@ def test_pan_2013_2015_answers_txt_is_written_and_scored_beside_the_runs(pan14_r
     refused = CliRunner().invoke(main, ["score", "--task", "pan-classic", "--truth", str(test_dir), "--answers",
                                         str(bad)])  # fmt: skip
     assert refused.exit_code == 2 and f"{bad}:2" in refused.output and "value" in refused.output
+
+
+def test_help_texts_say_what_the_options_take() -> None:
+    """Before: `report --help` hid that --results repeats, `run --help` said --data holds train/ and test/ (not so for
+    darkweb and reddit), `predict --help` did not say --checkpoint is required."""
+    report = invoke("report", "--help")
+    assert "repeatable" in report and "--results" in report
+    run = " ".join(invoke("run", "--help").split())
+    assert "the corpus for darkweb and reddit" in run and "--name" in run
+    assert "[required]" in " ".join(invoke("predict", "--help").split("--checkpoint")[1].split()[:3])

@@ -17,6 +17,7 @@ from helpers.paths import REPO
 
 from harness.cli import main
 from harness.leaderboard import build_tables, find_runs
+from harness.leaderboard.cells import measure_label
 
 SAMPLE = REPO / "samples" / "pan23-format-sample"
 HOSTILE = '<script>alert("x")</script> & <b>co</b>'
@@ -179,9 +180,9 @@ def test_the_page_renders_offline_in_a_browser(runs_dir: Path, report_dir: Path)
                 cells = dict(zip(header[1:], (td.text for td in tr.find_elements(By.TAG_NAME, "td")), strict=True))
                 assert tr.is_displayed() and all(td.is_displayed() for td in tr.find_elements(By.TAG_NAME, "td"))
                 assert cells["runs"] == str(len(row.runs))
-                main = f"{row.mean[table.main]:.3f}"
-                assert cells[table.main] == (main if len(row.runs) == 1 else f"{main} ± {row.std[table.main]:.3f}")
-                low, high = map(float, re.fullmatch(r"\[(\S+), (\S+)\]", cells[f"{table.main} 95% CI"]).groups())
+                main, label = f"{row.mean[table.main]:.3f}", measure_label(table.main)
+                assert cells[label] == (main if len(row.runs) == 1 else f"{main} ± {row.std[table.main]:.3f}")
+                low, high = map(float, re.fullmatch(r"\[(\S+), (\S+)\]", cells[f"{label} 95% CI"]).groups())
                 assert 0.0 <= low <= high <= 1.0 and (low, high) == pytest.approx(row.ci, abs=5e-4)
                 if any(other.p_value is not None for other in table.rows):  # a table of one system has no test
                     p = "–" if row.p_value is None else f"{row.p_value:.3f}" + "*" * (row.p_value < 0.05)
