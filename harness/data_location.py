@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,7 @@ class DataLocation:
         if self.name is not None:
             return self.name
         if not self.split_folders:
-            return Path(self.data_dir).resolve().name or "root"
+            return _own_name(Path(self.data_dir).resolve())
         return dataset_name(Path(self.train_dir).resolve().name, Path(self.test_dir).resolve().name)
 
     @property
@@ -99,6 +100,22 @@ class DataLocation:
             folders = {"train_dir": str(Path(self.train_dir).resolve()), "test_dir": str(Path(self.test_dir).resolve())}
         folders["name"] = self.display_name
         return {**folders, "format_sample": True} if self.format_sample else folders
+
+
+def recorded_name(record: Mapping[str, Any]) -> str:
+    """The dataset's name in a result's `task.data` (what `record` wrote): its "name", or for results written
+    before names were recorded the one its recorded folders give; "" where it records neither."""
+    if isinstance(record.get("name"), str) and record["name"]:
+        return record["name"]
+    if isinstance(record.get("dir"), str):
+        return _own_name(Path(record["dir"]))
+    if isinstance(record.get("train_dir"), str) and isinstance(record.get("test_dir"), str):
+        return dataset_name(Path(record["train_dir"]).name, Path(record["test_dir"]).name)
+    return ""
+
+
+def _own_name(folder: Path) -> str:
+    return folder.name or "root"  # `--data /` has no name of its own
 
 
 def short_corpus_name(folder_name: str) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from core.errors import HarnessError
+from harness.data_location import recorded_name
 from harness.results import DETAILS_NAME, check_details, read_details, read_result
 
 logger = logging.getLogger("harness")
@@ -122,7 +123,7 @@ def as_run_result(path: Path, raw: Mapping[str, Any]) -> RunResult:
         test_truth_checksum=fields.optional(splits.get("test", {}), "task.data.test", "truth_checksum", str),
         test_truth_only=splits.get("test", {}).get("truth_only") is True,
         test_corpus=_text_or_none(splits.get("test", {}).get("corpus")),
-        dataset=_dataset(data, splits),
+        dataset=recorded_name(data) or _text_or_none(splits.get("test", {}).get("corpus")) or "",
         format_sample=data.get("format_sample") is True,
         system_name=fields.text(system, "system", "name"),
         system_params=fields.section("system", "params"),
@@ -137,19 +138,6 @@ def as_run_result(path: Path, raw: Mapping[str, Any]) -> RunResult:
         environment=fields.section("environment"),
         raw=raw,
     )
-
-
-def _dataset(data: Mapping[str, Any], splits: Mapping[str, Any]) -> str:
-    """The dataset's name as recorded (`task.data.name`), or as `harness run` would name its recorded folders."""
-    from harness.data_location import dataset_name
-
-    if isinstance(data.get("name"), str) and data["name"]:
-        return data["name"]
-    if isinstance(data.get("dir"), str):
-        return Path(data["dir"]).name or "root"
-    if isinstance(data.get("train_dir"), str) and isinstance(data.get("test_dir"), str):
-        return dataset_name(Path(data["train_dir"]).name, Path(data["test_dir"]).name)
-    return _text_or_none(splits.get("test", {}).get("corpus")) or ""  # a hand-made file: no name
 
 
 def _text_or_none(value: Any) -> str | None:

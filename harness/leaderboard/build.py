@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from harness.leaderboard.collect import Run, listed, refuse_mixed, test_data_groups, unique_runs
+from harness.leaderboard.collect import Run, listed, refuse_two_versions, test_data_groups, unique_runs
 from harness.leaderboard.published import published_rows
 from harness.leaderboard.statistics import add_intervals, add_significance
 from harness.leaderboard.table import Row, Table
@@ -46,8 +46,7 @@ def build_tables(
         siblings = [json.loads(other) for other_name, other in by_task if other_name == name]
         table_name = name + _setting_label(json.loads(params_json), siblings)
         groups = test_data_groups(task_runs)
-        if len({group[0].result.task_version for group in groups}) > 1:
-            refuse_mixed(table_name, task_runs)  # says which runs are of which version
+        refuse_two_versions(table_name, groups)
         older = any(not r.result.test_truth_checksum for r in task_runs) and any(
             r.result.test_truth_only for r in task_runs
         )

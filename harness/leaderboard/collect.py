@@ -130,26 +130,21 @@ def test_data_groups(runs: Sequence[Run]) -> list[list[Run]]:
     return groups
 
 
-def refuse_mixed(task_name: str, runs: Sequence[Run]) -> None:
-    """A HarnessError naming the runs where runs of one table differ in task version or test data
-    (`same_test_data`)."""
-    groups = test_data_groups(runs)
-    if len(groups) > 1:
-        lines = [
-            f"  version {group[0].result.task_version}, {_test_data_label(group[0].result)}: "
-            + ", ".join(str(run.path) for run in group[:3])
-            + (f" and {len(group) - 3} more" if len(group) > 3 else "")
-            for group in groups
-        ]
-        if any(not run.result.test_truth_checksum for run in runs) and any(run.result.test_truth_only for run in runs):
-            lines.append(
-                "  (a result written before truth checksums were recorded is compared by its files' checksum, which "
-                "a `harness score --record` result never shares with a run: run or record it again)"
-            )
-        versions = {group[0].result.task_version for group in groups}
-        what = "task version (a table compares one version of a task)" if len(versions) > 1 else "test data"
-        head = f"task {task_name}: the runs differ in {what} and cannot share a table:\n"
-        raise HarnessError(head + "\n".join(lines))
+def refuse_two_versions(task_name: str, groups: Sequence[Sequence[Run]]) -> None:
+    """A HarnessError naming the runs of each group (`test_data_groups`) where the groups hold two task versions: a
+    table, or a leaderboard, compares one version of a task."""
+    if len({group[0].result.task_version for group in groups}) < 2:
+        return
+    lines = [
+        f"  version {group[0].result.task_version}, {_test_data_label(group[0].result)}: "
+        + ", ".join(str(run.path) for run in group[:3])
+        + (f" and {len(group) - 3} more" if len(group) > 3 else "")
+        for group in groups
+    ]
+    raise HarnessError(
+        f"task {task_name}: the runs differ in task version (a table compares one version of a task) and cannot "
+        "share a table:\n" + "\n".join(lines)
+    )
 
 
 def same_test_data(a: RunResult, b: RunResult) -> bool:

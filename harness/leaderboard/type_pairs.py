@@ -40,7 +40,7 @@ def add_type_pairs(table: Table, runs: Sequence[Run]) -> None:
     counts: dict[str, int] = {}
     for run in runs:
         for pair, count in type_pairs(run.result).items():
-            counts.setdefault(pair, count)  # one test set per table (`refuse_mixed`): the same counts
+            counts.setdefault(pair, count)  # one test set per table (`test_data_groups`): the same counts
     if not counts:
         return
     total = runs[0].result.details_count
