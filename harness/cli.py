@@ -484,6 +484,47 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
     click.echo(f"next: harness run --system cngdist --task pan23 --data {out_dir}")
 
 
+@main.command("pretrain-style")
+@click.argument("posts", type=_ExistingPath())
+@click.argument("out_dir", type=_Path())
+@click.option(
+    "--exclude-test-of",
+    "exclude_sets",
+    multiple=True,
+    type=_ExistingPath(),
+    help="A set built by `harness pairs` from these posts: its test authors, threads and posts are left out "
+    "(repeatable).",
+)
+@click.option("--preset", "preset_name", type=click.Choice(["cpu", "gpu"]), default="cpu", show_default=True)
+@click.option("--model", help="Base encoder: a Hugging Face name or folder (default: all-MiniLM-L6-v2, offline).")
+@click.option("--steps", type=click.IntRange(min=1), help="Training steps (preset's by default).")
+@click.option("--authors-per-batch", type=click.IntRange(min=2), help="Distinct authors a batch, two posts each.")
+@click.option("--trainable-layers", type=click.IntRange(min=1), help="Top layers trained (gpu preset: all).")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True))
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]))
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1))
+@click.option(
+    "--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True), help="Stop training after S seconds."
+)
+def pretrain_style_cmd(posts: Path, out_dir: Path, exclude_sets: tuple[Path, ...], preset_name: str, **settings: Any):
+    """Pre-train a style encoder on forum POSTS (posts.jsonl[.gz] or its folder) into the new folder OUT_DIR.
+
+    Two posts of each author in a batch (different threads, a submission and a comment where the author has both),
+    symmetric InfoNCE over the batch; the result is a Hugging Face model folder that verifiers read with
+    `--param encoder.model=OUT_DIR`. Authors held out of training measure, before and after, whether it learnt.
+    """
+    _check_output_folder(out_dir, "OUT_DIR")
+    pretrain = registry.load(registry.STYLE_PRETRAINING.target)
+    manifest = pretrain(posts, out_dir, exclude_sets=list(exclude_sets), preset_name=preset_name, **settings)
+    auc = manifest["held_out_pair_auc"]
+    click.echo(
+        f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
+        f"{manifest['settings']['steps']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
+        f"{auc['before']} -> {auc['after']}"
+    )
+    click.echo(f"next: harness run --system encoder_wccn --task pan23 --data SET {manifest['use']}")
+
+
 @main.command("leaderboard")
 @click.argument("results", nargs=-1, required=True, type=_ExistingPath())
 @click.option(

@@ -92,6 +92,11 @@ PAIRS_BUILDER = Entry(
     "tasks.pairs:build_pairs", "PAN 2020-2023 verification pairs from forum posts, PAN corpora, folders or JSONL"
 )
 
+# `harness pretrain-style`: "module:function" fine-tuning an encoder authorship-contrastively on forum posts
+STYLE_PRETRAINING = Entry(
+    "systems.style_encoder.cli:pretrain_style", "a style encoder pre-trained on forum posts, test sets left out"
+)
+
 SYSTEMS: dict[str, Entry] = {
     "cngdist": Entry(
         "systems.baselines.cngdist:CharNgramDistance",

@@ -1,0 +1,28 @@
+"""`harness pretrain-style`'s work, behind the CLI (which must not import torch): corpus, exclusions, training."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus
+from systems.style_encoder.pretraining import preset, pretrain_style_encoder
+
+logger = logging.getLogger("harness")
+
+
+def pretrain_style(posts: Path, out_dir: Path, *, exclude_sets: Sequence[Path], preset_name: str, **settings: Any):
+    """Read the posts less the sets' test sides, pre-train, write `out_dir`; return the manifest."""
+    chosen = preset(preset_name, **settings)  # refuses bad settings before the corpus is read
+    exclusions = excluded_by_sets(exclude_sets)
+    corpus = pretraining_corpus(posts, exclusions)
+    logger.info(
+        "style pre-training on %d posts of %d authors (%d with two kinds); left out: %s",
+        corpus.posts,
+        len(corpus.authors),
+        corpus.summary()["authors_with_two_kinds"],
+        corpus.left_out,
+    )
+    return pretrain_style_encoder(corpus, exclusions, out_dir, chosen)

@@ -1,0 +1,127 @@
+"""The posts a style encoder is pre-trained on: forum posts by author, with the test side of pair sets left out.
+
+An encoder pre-trained on the same forum that a pair set was built from must never have seen that set's test
+authors, nor the threads its test texts come from (the harness's splits are author- and thread-disjoint; this keeps
+pre-training so too). `excluded_by_sets` reads what to leave out from sets built by `harness pairs`: the test
+truth's author names and `pair_origins.jsonl`'s test groups (threads) and origins (post ids). Training-split
+authors stay: they are training data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import DataError, HarnessError
+from core.files import read_jsonl
+from tasks.forum.reader import find_posts_file, iter_forum_posts
+from toolkit.text_prep import prepare_text
+
+
+@dataclass
+class Exclusions:
+    """Authors, threads (groups) and post ids never to pre-train on."""
+
+    authors: set[str] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+    post_ids: set[str] = field(default_factory=set)
+    sets: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, object]:
+        sizes = {"authors": len(self.authors), "groups": len(self.groups), "posts": len(self.post_ids)}
+        return {"sets": self.sets} | sizes
+
+
+def excluded_by_sets(sets: Sequence[Path]) -> Exclusions:
+    """What the test splits of these `harness pairs` sets hold: authors, groups and source post ids."""
+    exclusions = Exclusions()
+    for folder in map(Path, sets):
+        truth = folder / "test" / "truth.jsonl"
+        origins = folder / "pair_origins.jsonl"
+        for path in (truth, origins):
+            if not path.is_file():
+                raise HarnessError(f"{path}: not found; --exclude-test-of takes a set built by `harness pairs`")
+        for line, record in read_jsonl(truth):
+            authors = record.get("authors")
+            if not isinstance(authors, list) or not all(isinstance(name, str) for name in authors):
+                raise DataError("expected a list of author names", path=truth, line=line, field="authors")
+            exclusions.authors.update(authors)
+        for line, record in read_jsonl(origins):
+            if record.get("split") != "test":
+                continue
+            groups, sources = record.get("groups"), record.get("origins")
+            if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
+                raise DataError("expected a list of lists of group names", path=origins, line=line, field="groups")
+            if not isinstance(sources, list) or not all(isinstance(source, str) for source in sources):
+                raise DataError("expected a list of 'file#id' strings", path=origins, line=line, field="origins")
+            exclusions.groups.update(str(group) for groups_of_text in groups for group in groups_of_text)
+            exclusions.post_ids.update(source.rpartition("#")[2] for source in sources)
+        exclusions.sets.append(str(folder))
+    return exclusions
+
+
+@dataclass
+class PretrainingCorpus:
+    """Prepared post texts by author (authors with two or more posts), each post's kind and thread."""
+
+    authors: list[str]
+    texts: list[list[str]]
+    kinds: list[list[str]]
+    threads: list[list[str]]
+    source: str
+    left_out: dict[str, int]
+
+    @property
+    def posts(self) -> int:
+        return sum(map(len, self.texts))
+
+    def summary(self) -> dict[str, object]:
+        both = sum(1 for kinds in self.kinds if len(set(kinds)) > 1)
+        return {
+            "source": self.source,
+            "authors": len(self.authors),
+            "posts": self.posts,
+            "authors_with_two_kinds": both,
+            "left_out": self.left_out,
+        }
+
+
+def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 30) -> PretrainingCorpus:
+    """The posts of `posts` (a posts.jsonl[.gz] or its folder) less the excluded, by author.
+
+    Posts shorter than `min_chars` after preparation (as `harness pairs` drops them) and authors left with fewer
+    than two posts are left out.
+    """
+    path = find_posts_file(Path(posts))
+    by_author: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
+    for post in iter_forum_posts(path):
+        if post.author in exclusions.authors:
+            left_out["excluded_author"] += 1
+        elif post.thread_id in exclusions.groups:
+            left_out["excluded_thread"] += 1
+        elif post.post_id in exclusions.post_ids:
+            left_out["excluded_post"] += 1
+        else:
+            text = prepare_text(post.text)
+            if len(text) < min_chars:
+                left_out["short"] += 1
+                continue
+            texts, kinds, threads = by_author.setdefault(post.author, ([], [], []))
+            texts.append(text)
+            kinds.append(post.kind)
+            threads.append(post.thread_id)
+    kept = {author: parts for author, parts in by_author.items() if len(parts[0]) >= 2}
+    left_out["single_post_author"] = sum(len(parts[0]) for author, parts in by_author.items() if author not in kept)
+    if len(kept) < 2:
+        raise HarnessError(f"{path}: {len(kept)} author(s) with two or more posts left to pre-train on; need 2")
+    authors = sorted(kept)
+    return PretrainingCorpus(
+        authors=authors,
+        texts=[kept[author][0] for author in authors],
+        kinds=[kept[author][1] for author in authors],
+        threads=[kept[author][2] for author in authors],
+        source=str(path),
+        left_out=left_out,
+    )

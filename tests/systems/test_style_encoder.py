@@ -1,0 +1,158 @@
+"""Style-encoder pre-training on real forum posts: what a pair set's test side holds is left out, batches hold
+distinct authors with posts of two threads (and two kinds where asked), and the result is a model folder that
+encoder_wccn reads, written whole, never over a user's folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from click.testing import CliRunner  # noqa: E402
+
+from core.errors import DataError, HarnessError  # noqa: E402
+from harness.cli import main  # noqa: E402
+from harness.params import build  # noqa: E402
+from systems.encoder_wccn import EncoderWccn  # noqa: E402
+from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus  # noqa: E402
+from systems.style_encoder.pretraining import (  # noqa: E402
+    MANIFEST_NAME,
+    PairSampler,
+    StylePretraining,
+    preset,
+    pretrain_style_encoder,
+)
+from tasks.pairs import build_pairs  # noqa: E402
+from tasks.pan.pan23 import Pan23Task  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def slice_set(forum_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cross-kind pair set built from the real forum slice."""
+    out = tmp_path_factory.mktemp("style-set") / "set"
+    build_pairs("forum", forum_slice, out, pairs=60, seed=0)
+    return out
+
+
+def test_the_test_side_of_a_pair_set_is_left_out(forum_slice: Path, slice_set: Path):
+    exclusions = excluded_by_sets([slice_set])
+    test_authors = {
+        name
+        for line in (slice_set / "test" / "truth.jsonl").read_text(encoding="utf-8").splitlines()
+        for name in json.loads(line)["authors"]
+    }
+    assert exclusions.authors == test_authors and exclusions.groups and exclusions.post_ids
+    corpus = pretraining_corpus(forum_slice, exclusions)
+    everything = pretraining_corpus(forum_slice, Exclusions())
+    assert not set(corpus.authors) & test_authors
+    assert not {thread for threads in corpus.threads for thread in threads} & exclusions.groups
+    assert test_authors <= set(everything.authors)  # they were there to leave out
+    assert corpus.left_out["excluded_author"] > 0 and corpus.posts < everything.posts
+    assert all(len(texts) >= 2 for texts in corpus.texts)
+
+
+def test_a_set_without_origins_or_with_bad_authors_is_refused(slice_set: Path, tmp_path: Path):
+    bare = tmp_path / "bare"
+    (bare / "test").mkdir(parents=True)
+    (bare / "test" / "truth.jsonl").write_text('{"id": "a", "same": true, "authors": ["x", "x"]}\n')
+    with pytest.raises(HarnessError, match="pair_origins.jsonl: not found"):
+        excluded_by_sets([bare])
+    (bare / "pair_origins.jsonl").write_text((slice_set / "pair_origins.jsonl").read_text(encoding="utf-8"))
+    (bare / "test" / "truth.jsonl").write_text('{"id": "a", "same": true, "authors": ["x", "x"]}\n{"id": "b"}\n')
+    with pytest.raises(DataError) as caught:
+        excluded_by_sets([bare])
+    assert caught.value.line == 2 and caught.value.field == "authors"
+
+
+def test_batches_hold_distinct_authors_with_posts_of_two_threads_and_kinds(forum_slice: Path):
+    corpus = pretraining_corpus(forum_slice, Exclusions())
+    authors = list(range(len(corpus.authors)))
+    sampler = PairSampler(corpus, authors, StylePretraining(authors_per_batch=16, cross_kind_share=1.0), seed=0)
+    crossed = apart = possible_apart = 0
+    for _ in range(20):
+        batch = sampler.batch()
+        assert len(batch) == 16 and len({author for author, _, _ in batch}) == 16
+        for author, first, second in batch:
+            assert first != second
+            kinds, threads = corpus.kinds[author], corpus.threads[author]
+            if len(set(kinds)) > 1:
+                crossed += kinds[first] != kinds[second]
+                assert kinds[first] != kinds[second]
+            possible_apart += len(set(threads)) > 1
+            apart += threads[first] != threads[second]
+    assert crossed > 0
+    assert apart >= 0.9 * possible_apart  # a cross-kind draw may leave only posts of the same thread
+
+
+def test_presets_and_bad_settings():
+    assert preset("gpu").authors_per_batch == 256 and preset("gpu").trainable_layers is None
+    assert preset("cpu", steps=7).steps == 7 and preset("cpu", steps=None).steps == StylePretraining().steps
+    with pytest.raises(HarnessError, match="unknown preset"):
+        preset("tpu")
+    for bad in ({"steps": 0}, {"trainable_layers": 0}, {"temperature": 0.0}, {"eval_every": 0}):
+        with pytest.raises(HarnessError):
+            StylePretraining(**bad)
+
+
+def test_pretraining_writes_a_model_folder_encoder_wccn_reads(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
+    exclusions = excluded_by_sets([slice_set])
+    corpus = pretraining_corpus(forum_slice, exclusions)
+    settings = StylePretraining(
+        model=str(encoder), max_tokens=32, steps=4, authors_per_batch=8, held_out_authors=10, eval_every=2, device="cpu"
+    )
+    out = tmp_path / "style"
+    manifest = pretrain_style_encoder(corpus, exclusions, out, settings)
+    history = manifest["held_out_pair_auc"]["history"]
+    assert [step for step, _ in history] == [0, 2, 4]
+    kept = max(history, key=lambda item: item[1])
+    assert manifest["held_out_pair_auc"]["kept_step"] == kept[0] and manifest["held_out_pair_auc"]["after"] == kept[1]
+    assert manifest["excluded"]["authors"] == len(exclusions.authors) and manifest["steps_done"] == 4
+    assert json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8")) == manifest
+    assert not [entry for entry in tmp_path.iterdir() if entry.name.startswith(".style.")]  # no staging left
+
+    # a verifier reads it as any encoder: its layer 2 is the trained embedding
+    task = Pan23Task()
+    train = task.load(slice_set, "train")
+    system = build(
+        EncoderWccn,
+        {
+            "encoder.model": str(out),
+            "encoder.layers": [2],
+            "encoder.max_tokens": 32,
+            "dimensions": 8,
+            "calibration_folds": 2,
+            "device": "cpu",
+            "cache_dir": str(tmp_path / "cache"),
+        },
+    )
+    system.fit(train, seed=0)
+    scores = system.raw_scores(train.problems)
+    assert scores.shape == (len(train.problems),) and np.isfinite(scores).all()
+
+    # never over a folder that holds something
+    with pytest.raises(HarnessError, match="not empty"):
+        pretrain_style_encoder(corpus, exclusions, out, settings)
+
+
+def test_the_command_refuses_a_non_empty_folder_and_trains(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    args = ["pretrain-style", str(forum_slice), "--model", str(encoder), "--steps", "2", "--device", "cpu"]
+    refused = CliRunner().invoke(main, [*args[:2], str(mine), *args[2:]])
+    assert refused.exit_code != 0 and "not empty" in refused.output
+    assert (mine / "notes.txt").read_text() == "keep me" and len(list(mine.iterdir())) == 1
+    done = CliRunner().invoke(main, [*args[:2], str(tmp_path / "new"), *args[2:], "--exclude-test-of", str(slice_set)])
+    assert done.exit_code == 0, done.output
+    assert "held-out authors' pair AUC" in done.output and (tmp_path / "new" / "config.json").is_file()
