@@ -504,6 +504,11 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]))
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1))
 @click.option(
+    "--match-community/--any-community",
+    default=None,
+    help="A batch's authors from one community (default) or from any.",
+)
+@click.option(
     "--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True), help="Stop training after S seconds."
 )
 def pretrain_style_cmd(posts: Path, out_dir: Path, exclude_sets: tuple[Path, ...], preset_name: str, **settings: Any):

@@ -63,12 +63,13 @@ def excluded_by_sets(sets: Sequence[Path]) -> Exclusions:
 
 @dataclass
 class PretrainingCorpus:
-    """Prepared post texts by author (authors with two or more posts), each post's kind and thread."""
+    """Prepared post texts by author (authors with two or more posts), each post's kind, thread and community."""
 
     authors: list[str]
     texts: list[list[str]]
     kinds: list[list[str]]
     threads: list[list[str]]
+    communities: list[list[str]]
     source: str
     left_out: dict[str, int]
 
@@ -94,7 +95,7 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
     than two posts are left out.
     """
     path = find_posts_file(Path(posts))
-    by_author: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    by_author: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {}
     left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
     for post in iter_forum_posts(path):
         if post.author in exclusions.authors:
@@ -108,10 +109,11 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
             if len(text) < min_chars:
                 left_out["short"] += 1
                 continue
-            texts, kinds, threads = by_author.setdefault(post.author, ([], [], []))
+            texts, kinds, threads, communities = by_author.setdefault(post.author, ([], [], [], []))
             texts.append(text)
             kinds.append(post.kind)
             threads.append(post.thread_id)
+            communities.append(post.subforum)  # the community `harness pairs --from forum` matches by default
     kept = {author: parts for author, parts in by_author.items() if len(parts[0]) >= 2}
     left_out["single_post_author"] = sum(len(parts[0]) for author, parts in by_author.items() if author not in kept)
     if len(kept) < 2:
@@ -122,6 +124,7 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
         texts=[kept[author][0] for author in authors],
         kinds=[kept[author][1] for author in authors],
         threads=[kept[author][2] for author in authors],
+        communities=[kept[author][3] for author in authors],
         source=str(path),
         left_out=left_out,
     )

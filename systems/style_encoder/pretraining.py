@@ -5,6 +5,8 @@ and posts of other authors far: each batch holds `authors_per_batch` distinct au
 loss is the symmetric InfoNCE (supervised contrastive with two views) over the batch's cosines at `temperature`.
 What differs, and why:
 - a post is one view (LUAR averages episodes of 16): the texts to verify are single texts;
+- a batch's authors all post in one community and both posts of each come from it (`match_community`), so the
+  negatives share the positives' subjects, as the different-author pairs of a `harness pairs` set do;
 - the two posts of an author come from different threads where the author has such (so a thread's topic does not
   make them alike) and, for a `cross_kind_share` of the authors that have both, one is a submission and the other a
   comment (what differs between discourse types is what the encoder must learn to look past);
@@ -13,9 +15,10 @@ What differs, and why:
 - the word embeddings stay frozen, and only the top `trainable_layers` layers train (None: all of them).
 
 Some authors (`held_out_authors`) are kept out of training: the AUC of same- against different-author cosines of
-their post pairs, every `eval_every` steps, says whether the encoder learns anything that generalises to authors it
-never saw; the weights of the best such step are the ones written (early stopping: a few thousand authors are
-overfitted long before a GPU preset's steps are done). The history goes to the manifest.
+their post pairs (different authors of one community only), every `eval_every` steps, says whether the encoder
+learns anything that generalises to authors it never saw; the weights of the best such step are the ones written
+(early stopping: a few thousand authors are overfitted long before a GPU preset's steps are done). The history goes
+to the manifest.
 
 The result is a plain Hugging Face model folder (config, weights, tokenizer) plus `style_pretraining.json`, written
 whole or not at all. Presets: "cpu" (a few hundred steps of 16 authors, the top 2 layers: minutes on a laptop) and
@@ -60,6 +63,7 @@ class StylePretraining:
     cross_kind_share: float = 0.5
     held_out_authors: int = 200
     eval_every: int = 100
+    match_community: bool = True
     time_limit_s: float | None = None
     grad_clip: float | None = 1.0
     device: str = "auto"
@@ -95,7 +99,13 @@ def preset(name: str, **overrides: Any) -> StylePretraining:
 
 
 class PairSampler:
-    """Two posts of each of a batch's distinct authors (see the module docstring), drawn with a seeded generator."""
+    """Two posts of each of a batch's distinct authors (see the module docstring), drawn with a seeded generator.
+
+    With `match_community`, a batch is drawn from one community (chosen in proportion to its authors with two
+    posts there) and both posts of each author come from it: the other authors of a batch then write on the same
+    subjects, as the different-author pairs of a `harness pairs` set do, so the loss cannot be lowered by telling
+    communities apart.
+    """
 
     def __init__(self, corpus: PretrainingCorpus, authors: list[int], settings: StylePretraining, seed: int):
         self.corpus = corpus
@@ -103,24 +113,50 @@ class PairSampler:
         self.settings = settings
         self.rng = np.random.default_rng(seed)
         self._order: list[int] = []
+        members: dict[str, list[int]] = {}
+        for author in authors:
+            counts: dict[str, int] = {}
+            for community in corpus.communities[author]:
+                counts[community] = counts.get(community, 0) + 1
+            for community, count in counts.items():
+                if count >= 2:
+                    members.setdefault(community, []).append(author)
+        self.members = {community: np.asarray(found) for community, found in sorted(members.items()) if len(found) > 1}
 
     def batch(self) -> list[tuple[int, int, int]]:
-        """(author, post, post) for `authors_per_batch` authors, each author once; epochs are permutations."""
+        """(author, post, post) for up to `authors_per_batch` authors, each author once."""
+        if self.settings.match_community and self.members:
+            names = list(self.members)
+            sizes = np.array([len(self.members[name]) for name in names], dtype=np.float64)
+            community = names[int(self.rng.choice(len(names), p=sizes / sizes.sum()))]
+            found = self.members[community]
+            chosen = self.rng.choice(found, min(self.settings.authors_per_batch, len(found)), replace=False)
+            return [(int(author), *self.two_posts(int(author), community)) for author in chosen]
         size = min(self.settings.authors_per_batch, len(self.authors))
-        if len(self._order) < size:
+        if len(self._order) < size:  # epochs are permutations of the authors
             self._order = self._order + [int(a) for a in self.rng.permutation(self.authors)]
         chosen, self._order = self._order[:size], self._order[size:]
         if len(set(chosen)) < size:  # an epoch's tail met the next permutation's head: draw distinct authors
             chosen = [int(a) for a in self.rng.choice(self.authors, size, replace=False)]
         return [(author, *self.two_posts(author)) for author in chosen]
 
-    def two_posts(self, author: int) -> tuple[int, int]:
+    def main_community(self, author: int) -> str | None:
+        """The community of most of the author's posts among those with two or more (None: no such community)."""
+        counts: dict[str, int] = {}
+        for community in self.corpus.communities[author]:
+            counts[community] = counts.get(community, 0) + 1
+        eligible = [(count, community) for community, count in counts.items() if count >= 2]
+        return max(eligible)[1] if eligible and self.settings.match_community else None
+
+    def two_posts(self, author: int, community: str | None = None) -> tuple[int, int]:
         kinds = self.corpus.kinds[author]
         threads = self.corpus.threads[author]
         posts = np.arange(len(kinds))
+        if community is not None:
+            posts = posts[[self.corpus.communities[author][i] == community for i in posts]]
         first = int(self.rng.choice(posts))
         others = posts[posts != first]
-        cross = len(set(kinds)) > 1 and self.rng.random() < self.settings.cross_kind_share
+        cross = len({kinds[i] for i in posts}) > 1 and self.rng.random() < self.settings.cross_kind_share
         if cross:
             others = others[[kinds[i] != kinds[first] for i in others]]
         apart = others[[threads[i] != threads[first] for i in others]]
@@ -156,7 +192,14 @@ def pretrain_style_encoder(
     token_ids = _tokenize(tokenizer, corpus, settings.max_tokens)
     sampler = PairSampler(corpus, training, settings, settings.seed + 1)
     held_out_pairs = PairSampler(corpus, held_out, settings, settings.seed + 2)
-    held_out_batch = [(author, *held_out_pairs.two_posts(author)) for author in held_out]
+    held_out_communities = [held_out_pairs.main_community(author) for author in held_out]
+    held_out_batch = [
+        (author, *held_out_pairs.two_posts(author, community))
+        for author, community in zip(held_out, held_out_communities, strict=True)
+    ]
+    same_community = np.equal.outer(
+        np.array([str(c) for c in held_out_communities]), np.array([str(c) for c in held_out_communities])
+    )
 
     def embed(rows: list[list[int]]) -> torch.Tensor:
         ids, mask = _padded(rows, tokenizer.pad_token_id or 0, device)
@@ -175,7 +218,7 @@ def pretrain_style_encoder(
             first = embed_all([token_ids[a][i] for a, i, _ in held_out_batch])
             second = embed_all([token_ids[a][j] for a, _, j in held_out_batch])
         model.train()
-        return _pair_auc((first @ second.T).cpu().numpy())
+        return _pair_auc((first @ second.T).cpu().numpy(), same_community)
 
     optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=settings.weight_decay)
     warmup = max(1, int(settings.warmup_share * settings.steps))
@@ -296,12 +339,13 @@ def _padded(rows: list[list[int]], pad: int, device: str) -> tuple[Any, Any]:
     return ids.to(device), mask.to(device)
 
 
-def _pair_auc(similarities: np.ndarray) -> float:
-    """AUC of the diagonal (same author) against the off-diagonal (different authors) of a square cosine matrix."""
+def _pair_auc(similarities: np.ndarray, comparable: np.ndarray) -> float:
+    """AUC of the diagonal (same author) against the off-diagonal (different authors) of a square cosine matrix,
+    over the pairs `comparable` marks (those of one community: the negatives a pair set holds)."""
     from sklearn.metrics import roc_auc_score
 
     same = np.eye(len(similarities), dtype=bool)
-    return float(roc_auc_score(same.ravel(), similarities.ravel()))
+    return float(roc_auc_score(same[comparable], similarities[comparable]))
 
 
 def _fmt(value: float | None) -> str:

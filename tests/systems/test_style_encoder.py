@@ -72,7 +72,8 @@ def test_a_set_without_origins_or_with_bad_authors_is_refused(slice_set: Path, t
 def test_batches_hold_distinct_authors_with_posts_of_two_threads_and_kinds(forum_slice: Path):
     corpus = pretraining_corpus(forum_slice, Exclusions())
     authors = list(range(len(corpus.authors)))
-    sampler = PairSampler(corpus, authors, StylePretraining(authors_per_batch=16, cross_kind_share=1.0), seed=0)
+    settings = StylePretraining(authors_per_batch=16, cross_kind_share=1.0, match_community=False)
+    sampler = PairSampler(corpus, authors, settings, seed=0)
     crossed = apart = possible_apart = 0
     for _ in range(20):
         batch = sampler.batch()
@@ -87,6 +88,18 @@ def test_batches_hold_distinct_authors_with_posts_of_two_threads_and_kinds(forum
             apart += threads[first] != threads[second]
     assert crossed > 0
     assert apart >= 0.9 * possible_apart  # a cross-kind draw may leave only posts of the same thread
+
+
+def test_community_batches_draw_every_post_from_one_community(forum_slice: Path):
+    corpus = pretraining_corpus(forum_slice, Exclusions())
+    sampler = PairSampler(corpus, list(range(len(corpus.authors))), StylePretraining(authors_per_batch=8), seed=1)
+    seen = set()
+    for _ in range(30):
+        batch = sampler.batch()
+        communities = {corpus.communities[a][i] for a, i, _ in batch} | {corpus.communities[a][j] for a, _, j in batch}
+        assert len(communities) == 1 and len({a for a, _, _ in batch}) == len(batch) >= 2
+        seen |= communities
+    assert len(seen) > 1  # communities take turns
 
 
 def test_presets_and_bad_settings():
