@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import DataError, HarnessError
-from core.files import read_jsonl
-from tasks.forum.reader import find_posts_file, iter_forum_posts
+from core.files import find_data_file, read_jsonl, require_field
+from core.progress import pbar
 from toolkit.text_prep import prepare_text
+
+POSTS_STEM = "posts.jsonl"  # as the forum tasks read it: `<folder>/posts.jsonl[.gz]`, or the file itself
 
 
 @dataclass
@@ -94,26 +96,34 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
     Posts shorter than `min_chars` after preparation (as `harness pairs` drops them) and authors left with fewer
     than two posts are left out.
     """
-    path = find_posts_file(Path(posts))
+    path = Path(posts) if Path(posts).is_file() else find_data_file(Path(posts), POSTS_STEM)
     by_author: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {}
     left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
-    for post in iter_forum_posts(path):
-        if post.author in exclusions.authors:
+    for line, record in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
+        # the fields of the forum tasks' posts files (tasks.forum.reader) that pre-training reads
+        post_id, author, thread, community = (
+            require_field(record, name, str, path, line) for name in ("post_id", "author", "thread_id", "subforum")
+        )
+        kind = record.get("kind", "comment")
+        if not isinstance(kind, str):
+            raise DataError(f"expected str, got {type(kind).__name__}", path=path, line=line, field="kind")
+        text = require_field(record, "text", str, path, line, free_text=True)
+        if author in exclusions.authors:
             left_out["excluded_author"] += 1
-        elif post.thread_id in exclusions.groups:
+        elif thread in exclusions.groups:
             left_out["excluded_thread"] += 1
-        elif post.post_id in exclusions.post_ids:
+        elif post_id in exclusions.post_ids:
             left_out["excluded_post"] += 1
         else:
-            text = prepare_text(post.text)
+            text = prepare_text(text)
             if len(text) < min_chars:
                 left_out["short"] += 1
                 continue
-            texts, kinds, threads, communities = by_author.setdefault(post.author, ([], [], [], []))
+            texts, kinds, threads, communities = by_author.setdefault(author, ([], [], [], []))
             texts.append(text)
-            kinds.append(post.kind)
-            threads.append(post.thread_id)
-            communities.append(post.subforum)  # the community `harness pairs --from forum` matches by default
+            kinds.append(kind)
+            threads.append(thread)
+            communities.append(community)  # the community `harness pairs --from forum` matches by default
     kept = {author: parts for author, parts in by_author.items() if len(parts[0]) >= 2}
     left_out["single_post_author"] = sum(len(parts[0]) for author, parts in by_author.items() if author not in kept)
     if len(kept) < 2:

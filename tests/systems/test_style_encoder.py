@@ -102,6 +102,15 @@ def test_community_batches_draw_every_post_from_one_community(forum_slice: Path)
     assert len(seen) > 1  # communities take turns
 
 
+def test_a_bad_post_is_named_by_file_line_and_field(tmp_path: Path):
+    posts = tmp_path / "posts.jsonl"
+    good = {"post_id": "p1", "author": "a", "thread_id": "t", "subforum": "s", "kind": "comment", "text": "x" * 40}
+    posts.write_text(json.dumps(good) + "\n" + json.dumps(good | {"post_id": "p2", "author": 7}) + "\n")
+    with pytest.raises(DataError) as caught:
+        pretraining_corpus(tmp_path, Exclusions())
+    assert caught.value.path == str(posts) and caught.value.line == 2 and caught.value.field == "author"
+
+
 def test_presets_and_bad_settings():
     assert preset("gpu").authors_per_batch == 256 and preset("gpu").trainable_layers is None
     assert preset("cpu", steps=7).steps == 7 and preset("cpu", steps=None).steps == StylePretraining().steps
