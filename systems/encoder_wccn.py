@@ -46,6 +46,9 @@ class EncoderWccn(CalibratedVerifier):
     Settings:
         dimensions: the PCA's size (capped at the training texts less one).
         shrinkage: the share of a scaled identity added to the within-author covariance (0: full whitening).
+        whiten: False leaves the whitening out (the cosine of centred PCA vectors): for an encoder trained to put
+            one author's texts together (`harness pretrain-style`), whose space the training authors' covariance
+            only distorts; `info.out_of_fold_auc` of the two fits tells which to keep, on training data.
     Run-time settings: device ("auto", "cpu", "cuda"), mixed_precision, cache_dir (the feature cache; None:
         $HARNESS_CACHE_DIR/siamese_bilstm or ~/.cache/harness/siamese_bilstm), encode_batch_size.
     """
@@ -59,6 +62,7 @@ class EncoderWccn(CalibratedVerifier):
         *,
         dimensions: int = 200,
         shrinkage: float = 0.1,
+        whiten: bool = True,
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
@@ -144,7 +148,10 @@ class EncoderWccn(CalibratedVerifier):
         dimensions = min(self.dimensions, len(texts) - 1, matrix.shape[1])
         # contiguous, as it is read back from a checkpoint: the same memory layout gives the same rounding
         projection = np.ascontiguousarray(np.linalg.svd(centred, full_matrices=False)[2][:dimensions].T)
-        whitening, used = within_author_whitening(centred @ projection, authors, self.shrinkage)
+        if self.whiten:
+            whitening, used = within_author_whitening(centred @ projection, authors, self.shrinkage)
+        else:
+            whitening, used = np.eye(dimensions), None
         if record:
             self._info = {
                 "texts": len(texts),

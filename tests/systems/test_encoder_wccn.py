@@ -65,6 +65,33 @@ def test_a_checkpoint_is_refused_with_another_encoder_behind_the_same_folder(tmp
         EncoderWccn.load(tmp_path / "model", runtime={"cache_dir": str(tmp_path / "cache")})
 
 
+def test_without_whitening_a_score_is_the_cosine_of_centred_pca_vectors(tmp_path: Path):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    encoder = make_tiny_encoder(tmp_path / "encoder", seed=0)
+    words = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away", "and", "we", "saw", "it"]
+    rng = np.random.default_rng(1)
+    texts = [" ".join(rng.choice(words, 30)) for _ in range(40)]
+    params = {"encoder.model": str(encoder), "encoder.max_tokens": 24, "dimensions": 6, "calibration_folds": 2}
+    runtime = {"cache_dir": str(tmp_path / "cache"), "device": "cpu"}
+    data = small_problems(texts, tmp_path)
+    plain = build(EncoderWccn, params | runtime | {"whiten": False})
+    plain.fit(data, seed=0)
+    whitened = build(EncoderWccn, params | runtime)
+    whitened.fit(data, seed=0)
+    assert plain.info["authors_with_two_texts"] is None and whitened.info["authors_with_two_texts"] > 0
+    vectors = np.stack(plain._text_vectors([text for problem in data.problems for text in problem.texts], desc="x"))
+    assert plain._mean is not None and plain._projection is not None
+    reduced = (vectors - plain._mean) @ plain._projection
+    reduced /= np.linalg.norm(reduced, axis=1, keepdims=True)
+    expected = (1 + np.sum(reduced[0::2] * reduced[1::2], axis=1)) / 2
+    np.testing.assert_allclose(plain.raw_scores(data.problems), expected, rtol=1e-9)
+    assert not np.allclose(whitened.raw_scores(data.problems), expected)
+    plain.save(tmp_path / "model")
+    loaded = EncoderWccn.load(tmp_path / "model", runtime=runtime)
+    np.testing.assert_array_equal(loaded.raw_scores(data.problems), plain.raw_scores(data.problems))
+
+
 def test_on_cmcc_whitened_lower_layers_separate_held_out_authors_across_genres(
     cmcc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
