@@ -53,7 +53,7 @@ class StylePretraining:
 
     model: str | None = None
     max_tokens: int = 128
-    steps: int = 300
+    steps: int = 200
     authors_per_batch: int = 16
     trainable_layers: int | None = 2
     lr: float = 5e-5
@@ -86,7 +86,7 @@ class StylePretraining:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu": {},
-    "gpu": {"steps": 2000, "authors_per_batch": 256, "trainable_layers": None, "held_out_authors": 400},
+    "gpu": {"steps": 800, "authors_per_batch": 256, "trainable_layers": None, "held_out_authors": 400},
 }
 
 
