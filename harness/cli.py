@@ -160,8 +160,15 @@ def main(verbose: bool) -> None:
 
 
 @main.command("list")
-def list_cmd() -> None:
-    """List tasks, systems and measures."""
+@click.argument("name", required=False)
+def list_cmd(name: str | None) -> None:
+    """List tasks, systems and measures; with NAME, one system's or task's tasks or systems, install extra, source
+    paper and parameters with their defaults."""
+    if name is not None:
+        from harness.catalogue import details  # imports the class named (and a system's torch, where it has it)
+
+        click.echo("\n".join(details(name)))
+        return
     from harness.metrics.table import MEASURES  # the table imports no numpy: `list` stays light
 
     for title, table in (("tasks", registry.TASKS), ("systems", registry.SYSTEMS)):

@@ -64,6 +64,13 @@ def describe(obj: Any) -> dict[str, Any]:
     return {name: _describe_value(getattr(obj, name)) for name in names}
 
 
+def describe_part(part: Any) -> dict[str, Any]:
+    """A part's name (under NAME_KEY) and its constructor fields, nested parts as dicts."""
+    if not is_part(part):
+        raise TypeError(f"not a part: {part!r}")
+    return _describe_value(part)
+
+
 def _describe_value(value: Any) -> Any:
     if not is_part(value):
         return value

@@ -28,6 +28,8 @@ class Entry(NamedTuple):
     split_folders: bool = False
     # a system's: the data kinds it fits on and answers (empty: not declared, never refused)
     serves: tuple[str, ...] = ()
+    # a system's: the pip extra it needs beyond the base install ("neural": torch and transformers), "" for none
+    extra: str = ""
 
 
 # What a task gives a system to fit on and answer; a system declares the data kinds it serves, so that
@@ -127,6 +129,7 @@ SYSTEMS: dict[str, Entry] = {
         "systems.encoder_wccn:EncoderWccn",
         "frozen transformer's lower-layer [CLS] vectors (MiniLM layers 1-4), PCA, WCCN, cosine (neural extra)",
         serves=VERIFICATION,
+        extra="neural",
     ),
     "length_ratio": Entry(
         "systems.baselines.length_ratio:LengthRatio",
@@ -152,21 +155,25 @@ SYSTEMS: dict[str, Entry] = {
         "systems.siamese_bilstm.system:SiameseBiLSTM",
         "BERT-BiLSTM Siamese ensemble (PAN 2023): frozen encoder layer-CLS -> Bi-LSTM, contrastive loss, routing",
         serves=VERIFICATION,
+        extra="neural",
     ),
     "nbcsauthor": Entry(
         "systems.nbcsauthor.system:EpisodeAuthor",
         "SYSML episode encoder (BPE CNN, time, metapath2vec sub-forum, transformer) trained with NBC-Softmax",
         serves=EPISODES,
+        extra="neural",
     ),
     "sysml": Entry(
         "systems.nbcsauthor.system:SYSML",
         "SYSML episode encoder trained with softmax (--param loss=cosface|arcface|multi_similarity|contrastive)",
         serves=EPISODES,
+        extra="neural",
     ),
     "episode_cnn": Entry(
         "systems.nbcsauthor.system:EpisodeCNN",
         "darkweb baseline: the SYSML CNN with time and sub-forum, mean pooling instead of the transformer",
         serves=EPISODES,
+        extra="neural",
     ),
     "episode_tfidf": Entry(
         "systems.baselines.forum_tfidf:EpisodeTfidf",
@@ -182,16 +189,19 @@ SYSTEMS: dict[str, Entry] = {
         "systems.varlen_linker.system:VarlenLinker",
         "Khan et al. 2021: conv post encoder + attention over variable-size samples (Beta(3,1) sizes), triplet loss",
         serves=POST_STREAMS,
+        extra="neural",
     ),
     "iur_fixed": Entry(
         "systems.varlen_linker.system:IurFixed",
         "reddit baseline: the varlen_linker encoder trained on fixed 16-post samples; groups of 16 averaged",
         serves=POST_STREAMS,
+        extra="neural",
     ),
     "varlen_avg": Entry(
         "systems.varlen_linker.system:VarlenAvg",
         "reddit baseline (Avg): the varlen_linker encoder trained on single posts; post embeddings averaged",
         serves=POST_STREAMS,
+        extra="neural",
     ),
     "reddit_tfidf": Entry(
         "systems.baselines.forum_tfidf:RedditTfidf",
@@ -212,11 +222,13 @@ SYSTEMS: dict[str, Entry] = {
         "systems.forum_encoder.system:EpisodeEncoder",
         "darkweb: MiniLM (or a local HF model) post vectors, mean over an episode, projection trained by triplet loss",
         serves=FORUM,
+        extra="neural",
     ),
     "reddit_encoder": Entry(
         "systems.forum_encoder.system:RedditEncoder",
         "reddit: MiniLM (or a local HF model) post vectors, mean over a sample, projection trained by triplet loss",
         serves=FORUM,
+        extra="neural",
     ),
     "stacked": Entry(
         "systems.stacked:StackedEnsemble",
@@ -227,6 +239,7 @@ SYSTEMS: dict[str, Entry] = {
         "systems.char_lm.system:CharLM",
         "Bagnall 2015: shared character GRU, one softmax head per author, relative cross-entropy (preset=paper)",
         serves=VERIFICATION,
+        extra="neural",
     ),
 }
 

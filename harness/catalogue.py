@@ -1,0 +1,106 @@
+"""What `harness list NAME` says of one system or task: what it is, what it runs on, what it needs, its parameters.
+
+Unlike the plain `harness list`, this imports the one class named (a system's torch, where it has it): its
+parameters and their defaults are read from the constructor, so they cannot drift from what `--param` accepts.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+from core.errors import HarnessError
+from harness import registry
+from harness.params import NAME_KEY, describe_part, is_part
+
+INSTALL = {"neural": "pip install -e '.[neural]' -c constraints.txt (torch and transformers)"}
+
+
+def details(name: str) -> list[str]:
+    """The lines `harness list NAME` prints for a system or a task of that name."""
+    if name in registry.SYSTEMS:
+        return _system_lines(name)
+    if name in registry.TASKS:
+        return _task_lines(name)
+    known = ", ".join(sorted(registry.SYSTEMS) + sorted(registry.TASKS))
+    raise HarnessError(f"no system or task named {name!r}; known: {known}")
+
+
+def _system_lines(name: str) -> list[str]:
+    entry = registry.SYSTEMS[name]
+    tasks = [task for task in registry.TASKS if registry.fits(name, task)]
+    lines = [
+        f"system {name}: {entry.description}",
+        f"  tasks: {', '.join(tasks)}",
+        f"  needs: {INSTALL[entry.extra] if entry.extra else 'the base install only'}",
+        f"  class: {entry.target}",
+    ]
+    try:
+        cls = registry.load(entry.target)
+    except ImportError as error:  # a missing extra: say so, with what is known without the class
+        lines.append(f"  parameters: unavailable here ({error}); install the extra above to see them")
+        return lines
+    return lines + _about(cls) + _parameter_lines(cls, "--param")
+
+
+def _task_lines(name: str) -> list[str]:
+    entry = registry.TASKS[name]
+    systems = [system for system in registry.SYSTEMS if registry.fits(system, name)]
+    kind = registry.DATA_KINDS.get(entry.data_kind, entry.data_kind)
+    lines = [
+        f"task {name}: {entry.description}",
+        f"  gives: {kind}",
+        f"  systems: {', '.join(systems)}",
+        f"  class: {entry.target}",
+    ]
+    cls = registry.load(entry.target)
+    return lines + _about(cls) + _parameter_lines(cls, "--task-param")
+
+
+def _about(cls: type) -> list[str]:
+    """The first paragraph of the module's docstring (where the source paper is named) and of the class's, each
+    one line; a class docstring that only points at the module's is left out."""
+    lines = []
+    for obj in (inspect.getmodule(cls), cls):
+        first = " ".join((inspect.getdoc(obj) or "").split("\n\n")[0].split())
+        if first and "module docstring" not in first and all(first not in line for line in lines):
+            lines.append(f"  about: {first}")
+    return lines
+
+
+def _parameter_lines(cls: type, option: str) -> list[str]:
+    """Each constructor parameter with its default; a part's fields as `part.field = default` under it."""
+    lines = [f"  parameters ({option} KEY=VALUE):"]
+    for parameter in inspect.signature(cls).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        default = parameter.default
+        if default is parameter.empty:
+            lines.append(f"    {parameter.name} (required)")
+        elif is_part(default):
+            fields = describe_part(default)
+            lines.append(f"    {parameter.name} = {fields.pop(NAME_KEY)} (a part; its fields:)")
+            lines += [f"      {parameter.name}.{key} = {_shown(value)}" for key, value in _flat(fields)]
+        else:
+            lines.append(f"    {parameter.name} = {_shown(default)}")
+    return lines
+
+
+def _flat(fields: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in fields.items():
+        if isinstance(value, dict) and NAME_KEY in value:  # a part inside a part
+            out.append((f"{prefix}{key}", value[NAME_KEY]))
+            out += _flat({k: v for k, v in value.items() if k != NAME_KEY}, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def _shown(value: Any) -> str:
+    """As `--param` reads it back (JSON: null, true, "text"); what JSON cannot hold, as text."""
+    try:
+        return json.dumps(value)
+    except TypeError:
+        return str(value)
