@@ -236,7 +236,8 @@ def split_folder_cases() -> list[Case]:
     return cases
 
 
-ALTERNATIVE_PATHS = {"run": {"train_dir", "test_dir"}}  # walked by split_folder_cases, not in the working call
+# walked by split_folder_cases and pretrain-style's extra case, not in the working call
+ALTERNATIVE_PATHS = {"run": {"train_dir", "test_dir"}, "pretrain-style": {"exclude_sets"}}
 LIGHT_SYSTEMS = ("length_ratio", "reddit_tfidf", "episode_tfidf")  # no torch: cheap to import, never fitted here
 DATA_LAYOUT = {"pan23": "pan23", "pan20": "pan23", "pan-classic": "classic", "reddit": "forum", "darkweb": "forum"}
 DATA_OF_TASK = {"pan23": ("pan23", None), "classic": ("classic", None), "forum": ("forum", None)}
@@ -265,7 +266,10 @@ def _run_on(task: str, system: str, source: tuple[str, str | None]) -> Callable[
 
 
 SPECS: dict[str, Spec] = {
-    "list": Spec({}),
+    "list": Spec(
+        {"name": "cngdist"},
+        lambda: [Case("list", "NAME unknown", _with("list", "name", lambda ws, o: "no-such-system"), False)],
+    ),
     "run": Spec(
         {
             "systems": "length_ratio",
@@ -309,6 +313,26 @@ SPECS: dict[str, Spec] = {
             "source": "jsonl",
             "n_pairs": "8",
         }
+    ),
+    "pretrain-style": Spec(
+        {
+            "posts": Input("forum", folder_only=False, broken=("posts.jsonl",)),
+            "out_dir": Output(),
+            "steps": "1",
+            "device": "cpu",
+        },
+        lambda: [  # a folder that is no `harness pairs` set (no pair_origins.jsonl) to leave the test side of
+            Case(
+                "pretrain-style",
+                "--exclude-test-of a folder that is no pair set",
+                lambda ws, out: [
+                    *argv("pretrain-style", SPECS["pretrain-style"].call, ws, out),
+                    "--exclude-test-of",
+                    str(ws.pan23),
+                ],  # fmt: skip
+                False,
+            )
+        ],
     ),
     "leaderboard": Spec({"results": RESULTS_WITH_DETAILS, "ci": True, "resamples": "10", "output": Output(file=True)}),
     "plot": Spec({"results": RESULTS, "out_dir": Output()}),
