@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -113,14 +114,21 @@ class PairSampler:
         self.settings = settings
         self.rng = np.random.default_rng(seed)
         self._order: list[int] = []
+        # each author's communities with two or more of their posts, most posts first (ties: the later name first)
+        self.communities = {
+            author: [
+                name
+                for count, name in sorted(
+                    ((c, n) for n, c in Counter(corpus.communities[author]).items()), reverse=True
+                )
+                if count >= 2
+            ]
+            for author in authors
+        }
         members: dict[str, list[int]] = {}
         for author in authors:
-            counts: dict[str, int] = {}
-            for community in corpus.communities[author]:
-                counts[community] = counts.get(community, 0) + 1
-            for community, count in counts.items():
-                if count >= 2:
-                    members.setdefault(community, []).append(author)
+            for community in self.communities[author]:
+                members.setdefault(community, []).append(author)
         self.members = {community: np.asarray(found) for community, found in sorted(members.items()) if len(found) > 1}
 
     def batch(self) -> list[tuple[int, int, int]]:
@@ -142,11 +150,8 @@ class PairSampler:
 
     def main_community(self, author: int) -> str | None:
         """The community of most of the author's posts among those with two or more (None: no such community)."""
-        counts: dict[str, int] = {}
-        for community in self.corpus.communities[author]:
-            counts[community] = counts.get(community, 0) + 1
-        eligible = [(count, community) for community, count in counts.items() if count >= 2]
-        return max(eligible)[1] if eligible and self.settings.match_community else None
+        eligible = self.communities[author]
+        return eligible[0] if eligible and self.settings.match_community else None
 
     def two_posts(self, author: int, community: str | None = None) -> tuple[int, int]:
         kinds = self.corpus.kinds[author]
@@ -171,6 +176,7 @@ def pretrain_style_encoder(
     from transformers import AutoModel, AutoTokenizer
 
     from toolkit.devices import autocast, grad_scaler, resolve_device
+    from toolkit.encoding import pad
 
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -202,7 +208,7 @@ def pretrain_style_encoder(
     )
 
     def embed(rows: list[list[int]]) -> torch.Tensor:
-        ids, mask = _padded(rows, tokenizer.pad_token_id or 0, device)
+        ids, mask = (torch.from_numpy(array).to(device) for array in pad(rows, tokenizer.pad_token_id or 0))
         with autocast(device, settings.mixed_precision):
             hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0]
         return torch.nn.functional.normalize(hidden.float(), dim=-1)
@@ -233,6 +239,16 @@ def pretrain_style_encoder(
     logger.info("style pre-training: held-out authors' pair AUC before training %s", _fmt(before))
     history: list[list[Any]] = [[0, before]]
     best: tuple[int, float | None, dict[str, Any] | None] = (0, before, None)
+
+    def evaluate(step: int, best: tuple[int, float | None, dict[str, Any] | None]):
+        """The held-out AUC at `step` into the history; the weights kept where it is the best so far."""
+        auc = held_out_auc()
+        history.append([step, auc])
+        logger.info("style pre-training: step %d, held-out authors' pair AUC %s", step, _fmt(auc))
+        if auc is None or best[1] is None or auc > best[1]:
+            return step, auc, {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
+        return best
+
     losses: list[float] = []
     model.train()
     with Progress(settings.steps, desc="style pre-training", unit="steps") as bar:
@@ -253,20 +269,11 @@ def pretrain_style_encoder(
             losses.append(float(loss.detach()))
             bar.update(1)
             bar.set_postfix(loss=float(np.mean(losses[-20:])))
-            if step % settings.eval_every == 0 or step == settings.steps:
-                auc = held_out_auc()
-                history.append([step, auc])
-                logger.info("style pre-training: step %d, held-out authors' pair AUC %s", step, _fmt(auc))
-                if auc is None or best[1] is None or auc > best[1]:
-                    state = {name: value.detach().cpu().clone() for name, value in model.state_dict().items()}
-                    best = (step, auc, state)
-            if settings.time_limit_s is not None and time.perf_counter() - started > settings.time_limit_s:
+            out_of_time = settings.time_limit_s is not None and time.perf_counter() - started > settings.time_limit_s
+            if step % settings.eval_every == 0 or step == settings.steps or out_of_time:
+                best = evaluate(step, best)
+            if out_of_time:
                 logger.warning("style pre-training: time limit of %s s reached at step %d", settings.time_limit_s, step)
-                if history[-1][0] != step:
-                    auc = held_out_auc()
-                    history.append([step, auc])
-                    if auc is None or best[1] is None or auc > best[1]:
-                        best = (step, auc, {k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
                 break
     if best[2] is not None:
         model.load_state_dict(best[2])
@@ -318,25 +325,15 @@ def _symmetric_info_nce(logits: Any) -> Any:
 
 def _tokenize(tokenizer: Any, corpus: PretrainingCorpus, max_tokens: int) -> list[list[list[int]]]:
     """Each post's first `max_tokens` tokens, [CLS] and [SEP] included, by author."""
+    from toolkit.encoding import tokenize_many
+
     flat = [text for texts in corpus.texts for text in texts]
-    ids = tokenizer(flat, truncation=True, max_length=max_tokens)["input_ids"]
+    ids = tokenize_many(tokenizer, flat, add_special_tokens=True, max_length=max_tokens)
     out, start = [], 0
     for texts in corpus.texts:
         out.append(ids[start : start + len(texts)])
         start += len(texts)
     return out
-
-
-def _padded(rows: list[list[int]], pad: int, device: str) -> tuple[Any, Any]:
-    import torch
-
-    width = max(map(len, rows))
-    ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for k, row in enumerate(rows):
-        ids[k, : len(row)] = torch.tensor(row, dtype=torch.long)
-        mask[k, : len(row)] = 1
-    return ids.to(device), mask.to(device)
 
 
 def _pair_auc(similarities: np.ndarray, comparable: np.ndarray) -> float:

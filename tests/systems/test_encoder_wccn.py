@@ -48,16 +48,24 @@ def small_problems(texts: list[str], tmp_path: Path) -> VerificationData:
     return VerificationData(tuple(problems), truth, tmp_path, "x")
 
 
-def test_a_checkpoint_is_refused_with_another_encoder_behind_the_same_folder(tmp_path: Path):
+def tiny_setup(tmp_path: Path, *, text_seed: int) -> tuple[dict, VerificationData]:
+    """Parameters for a tiny random encoder (written to tmp_path) and 20 problems of random word texts."""
     from helpers.tiny_encoder import make_tiny_encoder
 
     encoder = make_tiny_encoder(tmp_path / "encoder", seed=0)
     words = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away", "and", "we", "saw", "it"]
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(text_seed)
     texts = [" ".join(rng.choice(words, 30)) for _ in range(40)]
     params = {"encoder.model": str(encoder), "encoder.max_tokens": 24, "dimensions": 6, "calibration_folds": 2}
+    return params, small_problems(texts, tmp_path)
+
+
+def test_a_checkpoint_is_refused_with_another_encoder_behind_the_same_folder(tmp_path: Path):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    params, data = tiny_setup(tmp_path, text_seed=0)
     system = build(EncoderWccn, params | {"cache_dir": str(tmp_path / "cache"), "device": "cpu"})
-    system.fit(small_problems(texts, tmp_path), seed=0)
+    system.fit(data, seed=0)
     assert system.info["layers"] == [1, 2]  # a 3-layer encoder's lower two thirds
     system.save(tmp_path / "model")
     make_tiny_encoder(tmp_path / "encoder", seed=1)  # other weights in the same folder
@@ -66,15 +74,8 @@ def test_a_checkpoint_is_refused_with_another_encoder_behind_the_same_folder(tmp
 
 
 def test_without_whitening_a_score_is_the_cosine_of_centred_pca_vectors(tmp_path: Path):
-    from helpers.tiny_encoder import make_tiny_encoder
-
-    encoder = make_tiny_encoder(tmp_path / "encoder", seed=0)
-    words = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away", "and", "we", "saw", "it"]
-    rng = np.random.default_rng(1)
-    texts = [" ".join(rng.choice(words, 30)) for _ in range(40)]
-    params = {"encoder.model": str(encoder), "encoder.max_tokens": 24, "dimensions": 6, "calibration_folds": 2}
+    params, data = tiny_setup(tmp_path, text_seed=1)
     runtime = {"cache_dir": str(tmp_path / "cache"), "device": "cpu"}
-    data = small_problems(texts, tmp_path)
     plain = build(EncoderWccn, params | runtime | {"whiten": False})
     plain.fit(data, seed=0)
     whitened = build(EncoderWccn, params | runtime)
