@@ -167,6 +167,8 @@ class CharLM(CalibratedVerifier):
         self._ref_keys: list[str] = []
         self._platt: tuple[float, float] | None = None
         self.training_stats: dict[str, Any] = {}
+        # the training problems' d that the map and band were fitted on (for calibration studies; not saved)
+        self.training_scores: np.ndarray | None = None
 
     # ------------------------------------------------------------------ fitting
 
@@ -255,6 +257,7 @@ class CharLM(CalibratedVerifier):
         model = LogisticRegression().fit((d / scale)[:, None], labels)
         self._platt = (float(model.coef_[0, 0] / scale), float(model.intercept_[0]))
         self._band = self.fit_band(train, self.probabilities(d), labels)
+        self.training_scores = d
         self.training_stats = {
             "history": history,
             "heads": len(authors.texts),

@@ -117,6 +117,19 @@ def test_training_loss_falls_and_heads_favour_their_own_author(
     assert np.mean(d > 0) >= 0.75, d
 
 
+def test_training_scores_are_what_the_map_and_band_were_fitted_on(
+    fitted: object, pan15: tuple[VerificationData, VerificationData]
+) -> None:
+    from toolkit.calibration import training_labels
+
+    # benchmarks/char_lm_calibration.py compares answer rules on these kept scores: they must be the fitted ones
+    d = fitted.training_scores
+    assert d.shape == (len(pan15[0].problems),)
+    labels = training_labels(pan15[0])
+    assert fitted.band == fitted.fit_band(pan15[0], fitted.probabilities(d), labels)
+    assert d[labels].mean() > d[~labels].mean()
+
+
 def test_beats_chance_on_held_out_real_problems(
     fitted: object, pan15: tuple[VerificationData, VerificationData]
 ) -> None:
