@@ -7,6 +7,7 @@ training and test problem, so that answer rules can be compared on the same scor
 
     python benchmarks/char_lm_calibration.py scores --corpora pan15 --seeds 0,1 --out runs/char-lm-calibration
     python benchmarks/char_lm_calibration.py compare --out runs/char-lm-calibration
+    python benchmarks/char_lm_calibration.py compare --out runs/char-lm-calibration --ensemble
 
 `scores` fits char_lm (defaults, one CPU thread) on each fold or split exactly as `verification_pan.py` builds
 them (PAN15: text-disjoint 5-fold CV over its 100 training problems, fold seed 0; PAN14 and PAN13: PAN's own
@@ -166,14 +167,40 @@ ANSWER_RULES: dict[str, AnswerRule] = {
 }
 
 
+def ensemble_runs(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """Per corpus, the kept runs of all its seeds as one run whose d is each problem's mean d over the seeds'
+    networks: an ensemble of differently seeded networks, as Bagnall averaged his (same folds, same problems)."""
+    by_corpus: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        run = json.loads(path.read_text(encoding="utf-8"))
+        by_corpus.setdefault(run["corpus"], []).append(run)
+    merged = {}
+    for corpus, runs in by_corpus.items():
+        if len(runs) < 2:
+            continue
+        folds = []
+        for parts in zip(*(run["folds"] for run in runs), strict=True):
+            if any(part["test_ids"] != parts[0]["test_ids"] for part in parts):
+                raise SystemExit(f"{corpus}: the seeds' folds hold other problems; cannot average them")
+            fold = dict(parts[0], answers=None)
+            for key in ("train_d", "test_d"):
+                fold[key] = np.mean([part[key] for part in parts], axis=0).tolist()
+            folds.append(fold)
+        merged[f"{corpus}, d averaged over the networks of seeds {sorted(r['seed'] for r in runs)}"] = {"folds": folds}
+    return merged
+
+
 def compare(args: argparse.Namespace) -> int:
     """A table per kept file: each rule's test measures, fold mean and pooled (all folds' answers together)."""
     from harness.metrics.verification import auc, c_at_1, c_at_1_best_band
 
-    for path in sorted(args.out.glob("*-seed*.json")):
-        run = json.loads(path.read_text(encoding="utf-8"))
+    paths = sorted(args.out.glob("*-seed*.json"))
+    runs = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in paths}
+    if args.ensemble:
+        runs = ensemble_runs(paths)
+    for label, run in runs.items():
         folds = run["folds"]
-        print(f"\n{path.name}: {len(folds)} fold(s), {sum(len(f['test_d']) for f in folds)} test problems")
+        print(f"\n{label}: {len(folds)} fold(s), {sum(len(f['test_d']) for f in folds)} test problems")
         print("| rule | AUC x c@1 (fold mean) | c@1 (fold mean) | c@1 (pooled) | c@1 best band (pooled) | unanswered |")
         print("|---|---:|---:|---:|---:|---:|")
         for name, rule in ANSWER_RULES.items():
@@ -182,7 +209,7 @@ def compare(args: argparse.Namespace) -> int:
                 answer = rule(np.array(fold["train_d"]), np.array(fold["train_same"], dtype=bool), "pan23")
                 answers.append(answer(np.array(fold["test_d"])))
                 truths.append(np.array(fold["test_same"], dtype=bool))
-            if name.startswith("band for AUC x c@1"):  # the rule reproduces what char_lm answered
+            if name.startswith("band for AUC x c@1") and not args.ensemble:  # it reproduces what char_lm answered
                 np.testing.assert_allclose(np.concatenate(answers), [v for f in folds for v in f["answers"]])
             main = [auc(t, a) * c_at_1(t, a) for t, a in zip(truths, answers, strict=True)]
             first = [c_at_1(t, a) for t, a in zip(truths, answers, strict=True)]
@@ -204,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     scores.add_argument("--out", type=Path, required=True)
     rules = commands.add_parser("compare", help="each answer rule's test c@1 on the kept scores")
     rules.add_argument("--out", type=Path, required=True)
+    rules.add_argument("--ensemble", action="store_true", help="average each problem's d over the kept seeds first")
     args = parser.parse_args(argv)
     return collect(args) if args.command == "scores" else compare(args)
 
