@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from core.errors import HarnessError, LoggedWarning
+from core.errors import HarnessError
 from harness import __version__, registry
 
 logger = logging.getLogger("harness")
@@ -34,13 +34,12 @@ def _setup_logging(verbose: bool) -> None:
 @contextlib.contextmanager
 def _warnings_as_log_lines() -> Iterator[None]:
     """While a command runs, a Python warning is one log line (`Category: message`), not `warnings`' two lines
-    with a source line; a LoggedWarning, whose message the harness logs itself, is not shown twice."""
+    with a source line."""
 
     def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
         logger.warning("%s: %s", category.__name__, " ".join(str(message).split()))
 
     with warnings.catch_warnings():  # restores the filters and `showwarning` when the command ends
-        warnings.filterwarnings("ignore", category=LoggedWarning)
         warnings.showwarning = show
         yield
 
