@@ -278,6 +278,8 @@ def _print_run(outcome: Any, task_name: str, system_name: str, seed: int) -> Non
     click.echo(f"{status}: {task_name} {system_name} seed={seed} -> {outcome.run_dir}")
     click.echo(score_table(outcome.result["scores"], metadata.measures, outcome.result["main_score"]["name"]))
     click.echo(f"every score: {outcome.run_dir / 'result.json'}")
+    for note in outcome.result.get("notes", []):  # results written before notes existed have none
+        click.echo(f"note: {note}")
     if outcome.result["task"]["data"].get("format_sample"):
         click.echo("note: this data is the project's format sample, not real data; these scores mean nothing")
 
