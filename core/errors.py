@@ -36,11 +36,6 @@ class DataError(HarnessError):
         return f"{where}: {self.message}"
 
 
-class LoggedWarning(UserWarning):
-    """A warning whose message the harness also logs (on the "harness" logger): the command line shows the log line
-    only, so it reads once, without the Python source line `warnings` would print under it."""
-
-
 class OutputError(HarnessError):
     """An output that could not be written (disk full, file too large, read-only): names the file and the OS's reason.
 

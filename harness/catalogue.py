@@ -55,7 +55,8 @@ def _task_lines(name: str) -> list[str]:
         f"  class: {entry.target}",
     ]
     cls = registry.load(entry.target)
-    return lines + _about(cls) + _parameter_lines(cls, "--task-param")
+    rows = [f"  row {row}: {meaning}" for row, meaning in cls.metadata.scopes.items()]
+    return lines + _about(cls) + rows + _parameter_lines(cls, "--task-param")
 
 
 def _about(cls: type) -> list[str]:

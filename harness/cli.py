@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from core.errors import HarnessError, LoggedWarning
+from core.errors import HarnessError
 from harness import __version__, registry
 
 logger = logging.getLogger("harness")
@@ -34,13 +34,12 @@ def _setup_logging(verbose: bool) -> None:
 @contextlib.contextmanager
 def _warnings_as_log_lines() -> Iterator[None]:
     """While a command runs, a Python warning is one log line (`Category: message`), not `warnings`' two lines
-    with a source line; a LoggedWarning, whose message the harness logs itself, is not shown twice."""
+    with a source line."""
 
     def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
         logger.warning("%s: %s", category.__name__, " ".join(str(message).split()))
 
     with warnings.catch_warnings():  # restores the filters and `showwarning` when the command ends
-        warnings.filterwarnings("ignore", category=LoggedWarning)
         warnings.showwarning = show
         yield
 
@@ -279,6 +278,8 @@ def _print_run(outcome: Any, task_name: str, system_name: str, seed: int) -> Non
     click.echo(f"{status}: {task_name} {system_name} seed={seed} -> {outcome.run_dir}")
     click.echo(score_table(outcome.result["scores"], metadata.measures, outcome.result["main_score"]["name"]))
     click.echo(f"every score: {outcome.run_dir / 'result.json'}")
+    for note in outcome.result.get("notes", []):  # results written before notes existed have none
+        click.echo(f"note: {note}")
     if outcome.result["task"]["data"].get("format_sample"):
         click.echo("note: this data is the project's format sample, not real data; these scores mean nothing")
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import HarnessError
+from core.progress import Progress
 
 Columns = dict[str, np.ndarray]
 ItemMeasure = Callable[[Columns], float]  # a measure on some items' columns (not harness.metrics.table.Measure)
@@ -86,12 +87,23 @@ def _nan_if_undefined(compute: Callable[[np.ndarray], float], ranks: np.ndarray)
 
 
 def bootstrap_interval(
-    compute: ItemMeasure, cols: Columns, *, resamples: int = 1000, level: float = 0.95, seed: int = 0
+    compute: ItemMeasure,
+    cols: Columns,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    progress: Progress | None = None,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of a measure over items (resampled with replacement)."""
+    """Percentile bootstrap interval of a measure over items (resampled with replacement); `progress`, if
+    given, advances by one per resample."""
     n_items = len(next(iter(cols.values())))
     rng = np.random.default_rng(seed)
-    values = np.array([_safe(compute, subset(cols, rng.integers(0, n_items, n_items))) for _ in range(resamples)])
+    values = np.empty(resamples)
+    for i in range(resamples):
+        values[i] = _safe(compute, subset(cols, rng.integers(0, n_items, n_items)))
+        if progress is not None:
+            progress.update()
     values = values[np.isfinite(values)]
     if values.size == 0:
         return float("nan"), float("nan")
@@ -114,12 +126,13 @@ def paired_permutation_test(
     *,
     rounds: int = 1000,
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> float:
     """Approximate randomization (as PAN's overviews use): two-sided p-value of the difference.
 
     The runs must be aligned item by item. Each round swaps the two systems' outputs on a random
     half of the items and counts differences at least as large as the observed one;
-    p = (count + 1) / (rounds + 1).
+    p = (count + 1) / (rounds + 1). `progress`, if given, advances by one per round.
     """
     observed = abs(compute_a(cols_a) - compute_b(cols_b))
     n_items = len(next(iter(cols_a.values())))
@@ -131,4 +144,6 @@ def paired_permutation_test(
         swapped_b = {k: np.where(mask, v, cols_b[k]) for k, v in cols_a.items()}
         if abs(compute_a(swapped_a) - compute_b(swapped_b)) >= observed - 1e-12:
             count += 1
+        if progress is not None:
+            progress.update()
     return (count + 1) / (rounds + 1)

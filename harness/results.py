@@ -65,6 +65,7 @@ def build_result(
         "main_score": {"name": main, "value": evaluation.scores[main]},
         "details": {"path": DETAILS_NAME, "count": len(evaluation.details)},
         "curves": evaluation.curves,
+        "notes": list(evaluation.notes),
         "timings_s": timings,
         "environment": environment(),
     }

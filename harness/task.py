@@ -36,6 +36,9 @@ class TaskMetadata:
     # published results to show beside runs as reference rows (never ranked): "package:file.csv" with columns
     # task, corpus (a glob over the test corpus folder name a run records), system, measures..., source
     published: str = ""
+    # rows of a run's printed score table that a name alone does not explain (`migrant_heldout`): row -> what it
+    # scores; `harness list NAME` prints them
+    scopes: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:
@@ -63,6 +66,9 @@ class Evaluation(NamedTuple):
     # the system's answers, one per problem, where the task has answers (verification): the runner
     # writes them as answers.jsonl, the file TIRA and PAN's evaluator read
     answers: tuple[Answer, ...] = ()
+    # what a reader of these scores must know to read them right (e.g. why two rows are equal): printed under the
+    # run's table and kept in result.json
+    notes: tuple[str, ...] = ()
 
 
 class Task(Protocol):

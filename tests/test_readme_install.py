@@ -2,7 +2,7 @@
 nothing of the project is installed (a fresh virtual environment), to the end.
 
 Slow (a few minutes: the install of torch and transformers from the local wheels, then the headline system on the
-format sample), and the only test that checks the README's words themselves.
+format sample). tests/test_readme_api.py runs the README's Python API section the same way: as written.
 """
 
 from __future__ import annotations

@@ -160,6 +160,17 @@ def pad(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np
     return ids, mask.astype(np.int64)
 
 
+@dataclass
+class _InFlight:
+    """A group being encoded: its outputs so far, how many rows are still to come, per text and in all."""
+
+    group: Group
+    outputs: np.ndarray | None
+    rows_left: int
+    sequences_left: np.ndarray
+    texts_reported: int = 0
+
+
 def encode_groups(
     model: Any,
     groups: Iterable[Group],
@@ -170,12 +181,15 @@ def encode_groups(
     device: str = "cpu",
     mixed_precision: bool = False,
     groups_ahead: int = 1,
+    on_texts_done: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[Group, np.ndarray]]:
     """Each group with its outputs: `forward(model, input_ids, attention_mask)` (a tensor, one row per
     sequence) for all its sequences, as float32 in the group's order. Groups come out in order.
 
     Groups are pulled (and so tokenised, when `groups` is lazy) and batched on a background thread,
-    at most `groups_ahead` groups ahead of the device.
+    at most `groups_ahead` groups ahead of the device. `on_texts_done(n)` is called as soon as a batch
+    completes the last sequences of `n` texts (e.g. `Progress.update`): a group of thousands of texts
+    takes minutes on a CPU, and progress counted per group would be silent all that time.
     """
     import torch
 
@@ -206,27 +220,35 @@ def encode_groups(
             event.record()
         return rows, host, event, (ids, mask)  # the inputs kept alive until their copy is done
 
-    def land(slot: list[Any], launched: tuple[Any, ...]) -> None:
+    def land(slot: _InFlight, launched: tuple[Any, ...]) -> None:
         rows, values, event, _ = launched
         if event is not None:
             event.synchronize()
             values = values.numpy()
-        if slot[1] is None:
-            slot[1] = np.empty((len(slot[0].sequences), *values.shape[1:]), dtype=np.float32)
-        slot[1][rows] = values
-        slot[2] -= len(rows)
+        if slot.outputs is None:
+            slot.outputs = np.empty((len(slot.group.sequences), *values.shape[1:]), dtype=np.float32)
+        slot.outputs[rows] = values
+        slot.rows_left -= len(rows)
+        if on_texts_done is not None:
+            owners = np.searchsorted(slot.group.offsets, rows, side="right") - 1  # the text of each row
+            np.subtract.at(slot.sequences_left, owners, 1)
+            done = int(np.count_nonzero(slot.sequences_left[np.unique(owners)] == 0))  # just finished
+            slot.texts_reported += done
+            on_texts_done(done)
 
     def finished() -> Iterator[tuple[Group, np.ndarray]]:
-        while state and state[0][2] == 0:
-            group, outputs, _ = state.pop(0)
-            yield group, outputs if outputs is not None else np.zeros((0,), dtype=np.float32)
+        while state and state[0].rows_left == 0:
+            slot = state.pop(0)
+            if on_texts_done is not None and slot.texts_reported < len(slot.group.keys):
+                on_texts_done(len(slot.group.keys) - slot.texts_reported)  # texts without sequences
+            yield slot.group, slot.outputs if slot.outputs is not None else np.zeros((0,), dtype=np.float32)
 
     prepared = _Prefetch(map(prepare, groups), ahead=groups_ahead)
-    state: list[Any] = []  # per group in flight, in order: [group, outputs, rows still to come]
-    waiting: tuple[list[Any], tuple[Any, ...]] | None = None  # the batch launched last, not landed yet
+    state: list[_InFlight] = []  # the groups in flight, in order
+    waiting: tuple[_InFlight, tuple[Any, ...]] | None = None  # the batch launched last, not landed yet
     try:
         for group, batches in prepared:
-            state.append([group, None, len(group.sequences)])
+            state.append(_InFlight(group, None, len(group.sequences), np.diff(group.offsets)))
             for rows, ids, mask in batches:
                 launched = (state[-1], launch(rows, ids, mask))
                 if waiting is not None:  # the batch before: done (CPU) or done soon, while this one runs (CUDA)

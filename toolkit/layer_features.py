@@ -303,6 +303,7 @@ class LayerFeatures:
                 batch_size=self.batch_size,
                 device=self.device,
                 mixed_precision=self.mixed_precision,
+                on_texts_done=progress.update,  # per text: a group of 4,096 texts takes minutes on a CPU
             ):
                 # the forward pass already rounded to float16: this conversion is exact
                 computed.update(zip(group.keys, (a.astype(np.float16) for a in group.split(outputs)), strict=True))
@@ -310,7 +311,6 @@ class LayerFeatures:
                 write(final=False)
                 self.stats["computed_chunks"] += len(group.sequences)
                 self.stats["computed_texts"] += len(group.keys)
-                progress.update(len(group.keys))
             write(final=True)
             for done in writes:
                 done.result()  # a failed write is raised here

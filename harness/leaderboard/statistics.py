@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import HarnessError
+from core.progress import Progress
 from harness.item_statistics import (
     Columns,
     ItemMeasure,
@@ -23,11 +24,13 @@ SIGNIFICANCE_LEVEL = 0.05
 
 def add_intervals(table: Table, *, rounds: int, seed: int) -> None:
     """Each row's 95% percentile bootstrap interval of the main score (`Row.ci`), and a note saying so."""
-    for row in table.rows:
-        run = row.first_run
-        _, cols = _columns_of(run)
-        compute = _main_measure(run, table, cols)
-        row.ci = bootstrap_interval(compute, cols, resamples=rounds, seed=seed)
+    # tens of seconds for a few systems: progress per resample, so a plain log shows the step is alive
+    with Progress(len(table.rows) * rounds, desc=f"bootstrap intervals, {table.title}", unit="resamples") as progress:
+        for row in table.rows:
+            run = row.first_run
+            _, cols = _columns_of(run)
+            compute = _main_measure(run, table, cols)
+            row.ci = bootstrap_interval(compute, cols, resamples=rounds, seed=seed, progress=progress)
     table.notes.append(
         f"CI: 95% percentile bootstrap over items ({rounds} resamples) of the main score, lowest-seed run."
     )
@@ -41,13 +44,19 @@ def add_significance(table: Table, *, rounds: int, seed: int) -> None:
     best_ids, best_cols = _columns_of(best)
     order = {item: i for i, item in enumerate(best_ids)}
     compute = _main_measure(best, table, best_cols)
-    for row in table.rows[1:]:
-        ids, cols = _columns_of(row.first_run)
-        if sorted(ids) != sorted(best_ids):
-            raise HarnessError(f"{row.first_run.path}: not scored on the same items as {best.path}; cannot pair them")
-        aligned = np.argsort([order[item] for item in ids], kind="stable")
-        cols = {name: values[aligned] for name, values in cols.items()}
-        row.p_value = paired_permutation_test(compute, best_cols, compute, cols, rounds=rounds, seed=seed)
+    others = table.rows[1:]
+    with Progress(len(others) * rounds, desc=f"significance tests, {table.title}", unit="rounds") as progress:
+        for row in others:
+            ids, cols = _columns_of(row.first_run)
+            if sorted(ids) != sorted(best_ids):
+                raise HarnessError(
+                    f"{row.first_run.path}: not scored on the same items as {best.path}; cannot pair them"
+                )
+            aligned = np.argsort([order[item] for item in ids], kind="stable")
+            cols = {name: values[aligned] for name, values in cols.items()}
+            row.p_value = paired_permutation_test(
+                compute, best_cols, compute, cols, rounds=rounds, seed=seed, progress=progress
+            )
     table.notes.append(
         f"p: paired approximate randomization test against the best system on the main score ({rounds} rounds, "
         f"lowest-seed runs); * marks p < {SIGNIFICANCE_LEVEL}."

@@ -83,6 +83,17 @@ class DarkwebTask:
             "Kulatilleke, Chandra, Portmann. NBC-Softmax: Darkweb Author Fingerprinting and Migration Tracking. 2022."
         ),
         plot_parameters=("episode_length",),  # `harness plot` draws MRR against episode length
+        scopes={
+            "migrant": (
+                "migrant linking: each test episode of a person with accounts in two markets ranks the other "
+                "market's test episodes, a hit being that person's; pooled over the market pairs"
+            ),
+            "migrant_heldout": (
+                "the migrant queries whose two accounts training did not tie together (a CROSS label of "
+                "multitask=true training), links a model cannot have memorised; single-task training (the default, "
+                "multitask=false) ties no accounts, so there every migrant is held out and this row equals migrant"
+            ),
+        },
     )
 
     def __init__(
@@ -142,7 +153,7 @@ class DarkwebTask:
         if self.protocol == "thread-disjoint":
             _check_threads(data.episodes)
         embeddings = np.asarray(system.embed(data.episodes))
-        return evaluate_embeddings(
+        evaluation = evaluate_embeddings(
             embeddings,
             data.episodes,
             metric=system_metric(system),
@@ -151,6 +162,35 @@ class DarkwebTask:
             protocol=self.protocol,
             heldout=self.heldout_rule(data),
         )
+        return evaluation._replace(notes=self.migrant_notes(evaluation.scores))
+
+    def migrant_notes(self, scores: dict[str, float]) -> tuple[str, ...]:
+        """Which migrant queries `migrant_heldout` scores, in words: the rows are equal under the default setting,
+        and without a word why, two equal rows read like a bug."""
+
+        def asked(prefix: str) -> int:
+            return int(scores.get(prefix + "queries", 0) + scores.get(prefix + "queries_without_match", 0))
+
+        migrants, held_out = asked("migrant/"), asked("migrant_heldout/")
+        if not migrants:
+            return ()
+        if held_out == 0:
+            return ("no migrant_heldout row: training tied every test migrant's two accounts together",)
+        if held_out < migrants:
+            return (
+                f"migrant_heldout scores {held_out} of the {migrants} migrant queries: those whose two accounts "
+                "training did not tie together",
+            )
+        if self.protocol == "legacy":
+            why = f"every migrant falls outside the cross_share hash (protocol=legacy, cross_share={self.cross_share})"
+        elif not self.multitask:
+            why = (
+                "single-task training (multitask=false) ties no accounts together, so every migrant is held out; "
+                "the rows differ under --task-param multitask=true"
+            )
+        else:
+            why = "training tied none of the test migrants' two accounts together"
+        return (f"migrant_heldout equals migrant: {why}",)
 
     def check_splits(self, train: DarkwebData, test: DarkwebData) -> None:
         """Refuse, before any fitting, splits this task cannot score (`harness.task.SplitCheck`): a training split

@@ -14,14 +14,13 @@ import logging
 import math
 import numbers
 import operator
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from core.errors import DataError, LoggedWarning
+from core.errors import DataError
 from core.files import atomic_write, read_jsonl, require_field, write_json
 from core.records import NO_ANSWER, VerificationTruth
 from harness.metrics.verification import PROFILES, evaluate_all
@@ -30,11 +29,6 @@ logger = logging.getLogger("harness")
 
 OUT_JSON = "out.json"
 PROTOTEXT = "evaluation.prototext"
-
-
-class MissingAnswersWarning(LoggedWarning):
-    """Some problems of the truth have no answer; they were scored as 0.5 (non-answers). Logged too: the command
-    line prints the log line alone."""
 
 
 def _check_value(value: Any) -> str | None:
@@ -101,7 +95,7 @@ def score_answers(
     """Score answers against the truth with a PAN profile's measures (see harness.metrics.verification).
 
     Problems are ordered by sorted id, as PAN's evaluator does. A problem without an answer is
-    scored as 0.5, with a MissingAnswersWarning and a log message stating how many. An answer
+    scored as 0.5, with one warning line on the "harness" logger stating how many. An answer
     to an id not in the truth, or an invalid value, is a DataError naming the id (and the file,
     when `answers_path` is given).
     """
@@ -127,8 +121,8 @@ def score_answers(
         message = f"{n_missing} of {len(ids)} problems have no answer and are scored as {NO_ANSWER} (non-answers)"
         if answers_path is not None:
             message += f" in {answers_path}"
+        # logged only: warnings.warn printed it again, with a Python source line under it
         logger.warning(message)
-        warnings.warn(message, MissingAnswersWarning, stacklevel=2)
     # itemgetter looks all ids up in C: alignment, not the measures, dominates the scoring time
     pick = operator.itemgetter(*ids) if len(ids) > 1 else lambda mapping: (mapping[ids[0]],)
     labels = np.array([problem.same for problem in pick(truth)], dtype=bool)

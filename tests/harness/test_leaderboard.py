@@ -252,3 +252,39 @@ def test_item_statistics_resample_a_measure_added_to_the_table_only():
     assert low < 21 / 8 < high
     with pytest.raises(HarnessError, match="'mean_rank' cannot be recomputed from verification answers"):
         item_measure_function("mean_rank", columns([{"id": "a", "value": 0.9, "same": True}]))
+
+
+class TickingClock:
+    """A stand-in for time.perf_counter that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_intervals_and_significance_log_progress_while_they_resample(tmp_path: Path, monkeypatch, caplog):
+    import logging
+
+    from core.progress import INTERVAL_VARIABLE
+
+    task = {"name": "ranks", "version": "1", "main_score": "mrr", "measures": ["mrr"]}
+    for system, ranks in (("close", [1, 1, 2, 5]), ("middle", [2, 1, 3, 4]), ("far", [3, 4, 6, 8])):
+        write_ranking_run(tmp_path, system, ranks * 5, task)
+    monkeypatch.setattr("core.progress.time.perf_counter", TickingClock())
+    monkeypatch.setattr("core.progress._on_terminal", lambda: False)
+    monkeypatch.setenv(INTERVAL_VARIABLE, "30")
+    caplog.set_level(logging.INFO, logger="harness")
+    build_tables(find_runs([tmp_path]), ci=True, significance=True, resamples=100)
+    lines = [r.getMessage() for r in caplog.records if r.name == "harness"]
+    intervals = [line for line in lines if line.startswith("bootstrap intervals, ranks: ")]
+    tests = [line for line in lines if line.startswith("significance tests, ranks: ")]
+    # a line about every 30 resamples (the clock ticks once a resample), not one at the end of the step only
+    assert (
+        len(intervals) > 5
+        and "/300 resamples (" in intervals[0]
+        and intervals[-1].startswith("bootstrap intervals, ranks: 300/300 resamples (100%)")
+    )
+    assert len(tests) > 3 and "/200 rounds (" in tests[0] and ", took " in tests[-1]

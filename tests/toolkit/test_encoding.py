@@ -191,6 +191,23 @@ def test_encode_groups_raises_the_producers_error_and_stops_its_thread(tiny: Pat
     assert not [t for t in started_here if t.is_alive()]
 
 
+def test_encode_groups_reports_texts_as_their_last_sequence_lands(tiny: Path):
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(tiny), local_files_only=True).eval()
+
+    def cls(m, ids, mask):
+        return m(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0, :]
+
+    # text "b" has no sequence; "c" three of different lengths, so they land in different batches
+    group = Group.of(["a", "b", "c", "d"], [[[5] * 9], [], [[5] * 12, [6] * 3, [7] * 7], [[8] * 2]])
+    reported: list[int] = []
+    for _ in encode_groups(model, [group], cls, pad_id=0, batch_size=2, on_texts_done=reported.append):
+        pass
+    # batches longest first: (c's 12, a's 9) finishes a; (c's 7, c's 3) c; (d's 2) d; then b, with no sequence
+    assert reported == [1, 1, 1, 1]
+
+
 # -- siamese_bilstm features -------------------------------------------------------------------------
 
 
@@ -302,3 +319,42 @@ def test_post_vectors_of_real_posts_with_minilm_match_the_reference(forum_posts_
     texts = real_posts(forum_posts_file, 30)
     encoder = PostEncoderConfig(model=minilm()).build(device="cpu", mixed_precision=False, cache_dir=None)
     np.testing.assert_allclose(encoder.vectors(texts), reference_vectors(encoder, texts), atol=1e-5)
+
+
+class Clock:
+    """A stand-in for time.perf_counter that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_lines_come_within_one_group(tiny: Path, tmp_path: Path, monkeypatch, caplog):
+    """One group of 80 texts (a real group holds up to 4,096): lines every interval, not only at its end."""
+    import logging
+
+    from core.progress import INTERVAL_VARIABLE
+    from toolkit import layer_features as features
+
+    clock = Clock()
+    monkeypatch.setattr("core.progress.time.perf_counter", clock)
+    monkeypatch.setenv(INTERVAL_VARIABLE, "30")
+    monkeypatch.setattr("core.progress._on_terminal", lambda: False)
+    encode_batch = features._cls_all_layers
+
+    def slow_batch(model, input_ids, attention_mask):
+        clock.now += 10.0  # each batch takes 10 s
+        return encode_batch(model, input_ids, attention_mask)
+
+    monkeypatch.setattr(features, "_cls_all_layers", slow_batch)
+    caplog.set_level(logging.INFO, logger="harness")
+    extractor = LayerFeatures(str(tiny), max_tokens=24, batch_size=7, cache_dir=tmp_path)
+    texts = synthetic_texts(80)
+    extractor.features(texts, desc="encoding training texts")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("encoding training texts:")]
+    counts = [int(line.split(": ")[1].split("/")[0]) for line in lines]
+    assert lines[-1].startswith(f"encoding training texts: {extractor.stats['computed_texts']}/")
+    during = [count for count in counts[:-1] if 0 < count < counts[-1]]
+    assert len(during) > 3 and during == sorted(during)  # lines while the one group was encoded, not only at its end

@@ -286,3 +286,60 @@ def test_result_json_records_the_protocol(real_slice: Path, tmp_path: Path):
         assert task["params"]["protocol"] == task["measure_settings"]["protocol"] == protocol
         written = json.loads((outcome.run_dir / "result.json").read_text(encoding="utf-8"))
         assert written["task"]["params"]["protocol"] == protocol
+
+
+# -- why migrant_heldout can equal migrant, said where results are read ------------------------------------------
+
+
+def test_a_run_says_why_its_migrant_heldout_row_equals_migrant(real_slice: Path, tmp_path: Path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    args = ["run", "--system", "episode_tfidf", "--task", "darkweb", "--data", str(real_slice), "--out", str(tmp_path)]
+    done = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    rows = {line.split()[0]: line.split()[1:] for line in done.output.splitlines() if line.startswith("migrant")}
+    assert rows["migrant"] == rows["migrant_heldout"]  # single-task training: the same queries, the same scores
+    notes = [line for line in done.output.splitlines() if line.startswith("note: migrant_heldout")]
+    assert notes == [
+        "note: migrant_heldout equals migrant: single-task training (multitask=false) ties no accounts together, so "
+        "every migrant is held out; the rows differ under --task-param multitask=true"
+    ]
+    (result_file,) = tmp_path.glob("darkweb/*/episode_tfidf/seed-0/result.json")
+    assert json.loads(result_file.read_text(encoding="utf-8"))["notes"] == [notes[0].removeprefix("note: ")]
+
+
+def test_migrant_notes_name_the_setting_that_makes_the_rows_equal(tmp_path: Path):
+    test = synthetic_split("test", authors_per_market=8, migrants=4)
+    emb = Fixed(np.random.default_rng(0).normal(size=(len(test.episodes), 4)))
+    (single,) = DarkwebTask().evaluate(emb, test).notes
+    assert single.startswith("migrant_heldout equals migrant: single-task training (multitask=false)")
+    (legacy,) = DarkwebTask(cross_share=0.1, protocol="legacy").evaluate(emb, test).notes
+    assert legacy.startswith("migrant_heldout equals migrant: every migrant falls outside the cross_share hash")
+    # multitask training that linked some migrants: the rows differ, and the note says how many are held out
+    linked, one_market = names_by_hash(0.5, True, 2)
+    both = ("train", "test")
+    folder = write_posts(
+        tmp_path, {linked: {"alpha": both, "beta": both}, one_market: {"alpha": both, "beta": ("test",)}}
+    )
+    task = DarkwebTask(multitask=True, episode_length=1, min_posts=2)
+    task.load(folder, "train")
+    test = task.load(folder, "test")
+    (partial,) = task.evaluate(Fixed(np.eye(len(test.episodes))), test).notes
+    assert partial == (
+        "migrant_heldout scores 4 of the 8 migrant queries: those whose two accounts training did not tie together"
+    )
+
+
+def test_harness_list_and_the_readme_explain_migrant_heldout():
+    from helpers.paths import REPO
+
+    from harness.catalogue import details
+
+    (row,) = [line for line in details("darkweb") if line.startswith("  row migrant_heldout: ")]
+    assert "multitask=false" in row and "equals migrant" in row
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    darkweb = readme[readme.index("**`--task darkweb` and `--task reddit`**") :]
+    darkweb = darkweb[: darkweb.index("\n## ")]
+    assert "`migrant_heldout`" in darkweb and "multitask=true" in darkweb and "same" in darkweb

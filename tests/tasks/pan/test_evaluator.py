@@ -17,13 +17,7 @@ from helpers.paths import REPO
 from core.errors import DataError
 from core.records import VerificationTruth
 from harness.metrics.verification import evaluate_all
-from tasks.pan.evaluator import (
-    MissingAnswersWarning,
-    evaluate_answers_file,
-    read_answers,
-    score_answers,
-    write_tira_outputs,
-)
+from tasks.pan.evaluator import evaluate_answers_file, read_answers, score_answers, write_tira_outputs
 
 TRUTH = {
     "a": VerificationTruth("a", True),
@@ -103,21 +97,48 @@ def test_empty_file_is_an_error(tmp_path: Path) -> None:
 # ---- score_answers ---------------------------------------------------------------------------
 
 
-def test_missing_answers_count_as_non_answers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def warnings_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "harness" and r.levelno == logging.WARNING]
+
+
+def test_missing_answers_count_as_non_answers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, recwarn: pytest.WarningsRecorder
+) -> None:
     path = tmp_path / "answers.jsonl"
-    with caplog.at_level(logging.WARNING, logger="harness"), pytest.warns(MissingAnswersWarning) as record:
+    with caplog.at_level(logging.WARNING, logger="harness"):
         got = score_answers({"a": 0.9, "b": 0.2}, TRUTH, answers_path=path)
-    assert len(record) == 1
-    assert re.search(r"\b2 of 4 problems have no answer", str(record[0].message))
-    assert str(path) in str(record[0].message)
-    assert any("2 of 4 problems have no answer" in r.getMessage() for r in caplog.records)
+    (line,) = warnings_logged(caplog)
+    assert re.search(r"\b2 of 4 problems have no answer", line) and str(path) in line
+    assert not recwarn.list  # a log line only: a Python warning would print it again with a source line
     # ordered by sorted id: a, b, c, d
     assert got == evaluate_all([1, 0, 1, 0], [0.9, 0.2, 0.5, 0.5])
 
 
-def test_complete_answers_do_not_warn(recwarn: pytest.WarningsRecorder) -> None:
-    score_answers({"d": 0.1, "c": 0.8, "b": 0.3, "a": 0.6}, TRUTH, profile="pan20")
-    assert not [w for w in recwarn if issubclass(w.category, MissingAnswersWarning)]
+def test_missing_answers_from_python_print_one_line_without_a_source_line(tmp_path: Path) -> None:
+    """Scored from a script (the Python API, no logging set up): the message alone, once."""
+    script = tmp_path / "score.py"
+    script.write_text(
+        "from core.records import VerificationTruth\n"
+        "from tasks.pan.evaluator import score_answers\n"
+        "truth = {'a': VerificationTruth('a', True), 'b': VerificationTruth('b', False)}\n"
+        "score_answers({'a': 0.9}, truth)\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["1 of 2 problems have no answer and are scored as 0.5 (non-answers)"]
+
+
+def test_complete_answers_do_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        score_answers({"d": 0.1, "c": 0.8, "b": 0.3, "a": 0.6}, TRUTH, profile="pan20")
+    assert not warnings_logged(caplog)
 
 
 def test_order_of_answers_does_not_matter() -> None:
@@ -163,10 +184,11 @@ def test_writes_out_json_and_prototext(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["evaluation.prototext", "out.json"]
 
 
-def test_evaluate_answers_file_end_to_end(tmp_path: Path) -> None:
+def test_evaluate_answers_file_end_to_end(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     answers = _write(tmp_path / "answers.jsonl", ['{"id": "a", "value": 0.9}', '{"id": "b", "value": [0.2]}'])
-    with pytest.warns(MissingAnswersWarning, match="2 of 4"):
+    with caplog.at_level(logging.WARNING, logger="harness"):
         got = evaluate_answers_file(answers, TRUTH, tmp_path / "out", profile="pan20")
+    assert ["2 of 4" in line for line in warnings_logged(caplog)] == [True]
     assert got == json.loads((tmp_path / "out" / "out.json").read_text(encoding="utf-8"))
     assert list(got) == ["auc", "c_at_1", "f1", "f_05_u", "overall"]
 
@@ -212,8 +234,7 @@ def test_single_problem_truth() -> None:
     got = score_answers({"only": 0.9}, truth)
     assert got == evaluate_all([1], [0.9])
     assert got["auc"] == 0.0 and got["c_at_1"] == 1.0  # one class: AUC undefined, PAN gives 0
-    with pytest.warns(MissingAnswersWarning, match="1 of 1"):
-        assert score_answers({}, truth)["c_at_1"] == 0.0
+    assert score_answers({}, truth)["c_at_1"] == 0.0  # the one problem unanswered
 
 
 def test_evaluate_module_loads_offline(tmp_path: Path) -> None:
