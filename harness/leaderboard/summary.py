@@ -57,10 +57,7 @@ class Summary:
             return None
         return min(values) if self.lower_is_better else max(values)
 
-    @property
-    def slug(self) -> str:
-        """The task as a LaTeX label and an HTML id may hold it: lowercase letters, digits and hyphens."""
-        return re.sub(r"[^a-z0-9]+", "-", self.task.lower()).strip("-") or "task"
+    slug: str = ""  # the task as a LaTeX label and an HTML id hold it (`build_summaries`: unique among them)
 
 
 def build_summaries(
@@ -85,6 +82,11 @@ def build_summaries(
             columns = [t for name in datasets for t in task_tables if t.dataset == name]
         if columns:
             summaries.append(_summary(task, columns))
+    slugs: list[str] = []
+    for summary in summaries:  # letters, digits and hyphens; "-2" where two tasks' names would give one
+        slug = re.sub(r"[^a-z0-9]+", "-", summary.task.lower()).strip("-") or "task"
+        summary.slug = slug if slug not in slugs else f"{slug}-{slugs.count(slug) + 1}"
+        slugs.append(slug)
     return summaries
 
 
