@@ -148,6 +148,8 @@ def test_the_format_sample_is_left_out_unless_asked_for(runs: Path) -> None:
     result = json.loads(next((runs / "pan23").rglob("result.json")).read_text(encoding="utf-8"))
     (cell,) = pan23["rows"][0]["cells"].values()
     assert cell["mean"] == pytest.approx(result["main_score"]["value"])
+    named = json.loads(invoke("leaderboard", runs, "--summary", "--format=json", "--datasets=pan23-format-sample"))
+    assert [s["task"] for s in named] == ["pan23"]  # naming it asks for it too
     markdown = invoke("leaderboard", runs, "--summary", "--include-format-samples")
     assert "| system | pan23-format-sample (format sample) |" in markdown and "not real data" in markdown
     # only format samples: no summary, said in one line
