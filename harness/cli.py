@@ -555,6 +555,9 @@ def pretrain_style_cmd(posts: Path, out_dir: Path, exclude_sets: tuple[Path, ...
 @click.option("--digits", type=click.IntRange(min=0), default=3, show_default=True)
 @click.option("--output", type=_Path(), help="Write the table here instead of printing it.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --output file.")
+@click.option("--summary", is_flag=True, help="Print the summary instead: per task, systems x datasets, main score.")
+@click.option("--datasets", help="With --summary: the summary's columns, in order (comma-separated dataset names).")
+@click.option("--include-format-samples", is_flag=True, help="With --summary: keep the format sample's column.")
 def leaderboard_cmd(
     results: tuple[Path, ...],
     fmt: str,
@@ -564,11 +567,25 @@ def leaderboard_cmd(
     digits: int,
     output: Path | None,
     overwrite: bool,
+    summary: bool,
+    datasets: str | None,
+    include_format_samples: bool,
 ) -> None:
-    """Tables of the runs in RESULTS (folders or result.json files): one per task, best system first."""
-    from harness.leaderboard import build_tables, find_runs, render
+    """Tables of the runs in RESULTS (folders or result.json files): one per task and dataset, best system first;
+    or, with --summary, one per task with the datasets side by side."""
+    from harness.leaderboard import (
+        build_summaries,
+        build_tables,
+        find_runs,
+        parse_dataset_names,
+        render,
+        render_summaries,
+    )
     from harness.results import DETAILS_NAME
 
+    if not summary and (datasets is not None or include_format_samples):  # never silently ignored
+        option = "--datasets" if datasets is not None else "--include-format-samples"
+        raise HarnessError(f"{option} shapes the summary table; pass --summary as well")
     if output is not None:
         _check_output_file(output, "--output")
         if os.path.lexists(output) and not overwrite:  # as report, score and predict refuse
@@ -580,7 +597,15 @@ def leaderboard_cmd(
         if output.resolve() in inputs:
             raise HarnessError(f"--output {output} is one of the result files it reads; name another file")
     tables = build_tables(runs, ci=ci, significance=significance, resamples=resamples)
-    text = render(tables, fmt, digits=digits)
+    if summary:
+        names = None if datasets is None else parse_dataset_names(datasets)
+        summaries = build_summaries(tables, datasets=names, include_format_samples=include_format_samples)
+        if not summaries:
+            raise HarnessError("no summary: every dataset of these results is a format sample; pass "
+                               "--include-format-samples to show it")  # fmt: skip
+        text = render_summaries(summaries, fmt, digits=digits)
+    else:
+        text = render(tables, fmt, digits=digits)
     if output is None:
         click.echo(text)
         return
@@ -621,13 +646,32 @@ def plot_cmd(results: tuple[Path, ...], out_dir: Path, overwrite: bool) -> None:
 @click.option("--ci/--no-ci", default=True, show_default=True)
 @click.option("--significance/--no-significance", default=True, show_default=True)
 @click.option("--resamples", type=click.IntRange(min=1), default=1000, show_default=True)
-def report_cmd(results: tuple[Path, ...], out_dir: Path, ci: bool, significance: bool, resamples: int) -> None:
-    """Leaderboards (md, tex, csv, json), one table per dataset, and all plots of the results, with a Markdown and
-    an HTML index."""
+@click.option("--datasets", help="The summary table's columns, in order (comma-separated dataset names).")
+@click.option("--include-format-samples", is_flag=True, help="Keep the format sample's column in the summary.")
+def report_cmd(
+    results: tuple[Path, ...],
+    out_dir: Path,
+    ci: bool,
+    significance: bool,
+    resamples: int,
+    datasets: str | None,
+    include_format_samples: bool,
+) -> None:
+    """A summary (systems x datasets) and leaderboards (md, tex, csv, json), one table per dataset, and all plots of
+    the results, with a Markdown and an HTML index."""
+    from harness.leaderboard import parse_dataset_names
     from harness.report import write_report
 
     _check_output_folder(out_dir, "--out")
-    index = write_report(list(results), out_dir, ci=ci, significance=significance, resamples=resamples)
+    index = write_report(
+        list(results),
+        out_dir,
+        ci=ci,
+        significance=significance,
+        resamples=resamples,
+        datasets=None if datasets is None else parse_dataset_names(datasets),
+        include_format_samples=include_format_samples,
+    )
     click.echo(f"wrote {index}")
 
 

@@ -15,7 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard import Run, Table, cells
+from harness.leaderboard import Run, Summary, Table, cells, summary
 
 # only data: images and the inline style may load; no script, no fetch, no font, no frame
 _POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -46,9 +46,10 @@ def render_html(
     sources: Sequence[Path],
     digits: int = 3,
     figure_notes: Sequence[str] = (),
+    summaries: Sequence[Summary] = (),
 ) -> str:
-    """The whole page: `tables` as HTML tables, each PNG embedded (after `figure_notes`: what the figures leave out),
-    then every run of the tables with its provenance."""
+    """The whole page: the `summaries` first, then `tables` as HTML tables, each PNG embedded (after `figure_notes`:
+    what the figures leave out), then every run of the tables with its provenance."""
     runs = [run for table in tables for row in table.rows for run in row.runs]
     anchors = {run.path: f"run-{i}" for i, run in enumerate(runs, start=1)}
     parts = [
@@ -63,12 +64,18 @@ def render_html(
         "<body>",
         "<h1>Results report</h1>",
         f"<p>{len(runs)} runs from: " + ", ".join(f"<code>{escape(str(p))}</code>" for p in sources) + "</p>",
-        '<nav><a href="#leaderboards">Leaderboards</a>'
+        "<nav>"
+        + ('<a href="#summary">Summary</a> · ' if summaries else "")
+        + '<a href="#leaderboards">Leaderboards</a>'
         + (' · <a href="#figures">Figures</a>' if pngs or figure_notes else "")
         + ' · <a href="#provenance">Provenance</a></nav>',
-        '<section id="leaderboards">',
-        "<h2>Leaderboards</h2>",
     ]
+    if summaries:
+        parts += ['<section id="summary">', "<h2>Summary</h2>"]
+        for one in summaries:
+            parts += _summary_html(one, digits)
+        parts.append("</section>")
+    parts += ['<section id="leaderboards">', "<h2>Leaderboards</h2>"]
     for table in tables:
         parts += _table_html(table, anchors, digits)
     parts.append("</section>")
@@ -102,6 +109,24 @@ def _table_html(table: Table, anchors: dict[Path, str], digits: int) -> list[str
     out += [f'<p class="note">{escape(note)}</p>' for note in [*table.notes, *cells.source_lines(table)]]
     if table.type_pairs:
         out += _pairs_html(table, anchors, digits)
+    return out
+
+
+def _summary_html(one: Summary, digits: int) -> list[str]:
+    """A summary table (systems x datasets), with the same cells as its Markdown and LaTeX forms."""
+    title = f"{escape(summary.summary_title(one))} <small>({escape(summary.summary_facts(one))})</small>"
+    out = [f"<h3>{title}</h3>", f'<table class="summary" id="summary-{one.slug}">']
+    heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in ["system", *one.datasets])
+    out += [f"<thead><tr>{heads}</tr></thead>", "<tbody>"]
+    for row in [*one.rows, *one.published]:
+        texts = summary.row_cells(one, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1])
+        numbers = [escape(c).replace(_BOLD[0], "<strong>").replace(_BOLD[1], "</strong>") for c in texts]
+        label, css = escape(row.label), ""
+        if row.source is not None:
+            label, css = label + " (published)", ' class="published"'
+        out.append(f'<tr{css}><th scope="row">{label}</th>' + "".join(f"<td>{c}</td>" for c in numbers) + "</tr>")
+    out += ["</tbody>", "</table>"]
+    out += [f'<p class="note">{escape(note)}</p>' for note in summary.summary_notes(one)]
     return out
 
 

@@ -109,7 +109,7 @@ def _setting_label(params: dict[str, Any], all_params: list[dict[str, Any]]) -> 
     return " [" + ", ".join(f"{k}={params[k]}" for k in differing) + "]" if differing else ""
 
 
-def _params_digest(params: Any) -> str:
+def params_digest(params: Any) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
@@ -122,7 +122,7 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
 
     by_system: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in runs:
-        by_system[(run.result.system_name, _params_digest(run.result.system_params))].append(run)
+        by_system[(run.result.system_name, params_digest(run.result.system_params))].append(run)
     names = [name for name, _ in by_system]
     rows = []
     notes = []

@@ -216,3 +216,26 @@ def test_plots_draw_names_as_text(tmp_path: Path) -> None:
     from harness.plotting import _legend_label
 
     assert _legend_label("_hidden") == "\u200b_hidden" and _legend_label("a_b") == "a_b"
+
+
+def test_summary_keeps_names_as_text(recorded: Path, renamed: Path, tmp_path: Path) -> None:
+    """The summary table (systems x datasets) escapes as the leaderboard does, and its LaTeX compiles."""
+    latex = []
+    for runs, rows in ((recorded, 3), (renamed, 1)):  # renamed: two settings of a hostile task, two summaries
+        options = ("leaderboard", runs, "--summary", "--include-format-samples", "--format")
+        check_markdown(harness(*options, "markdown"), rows=rows)
+        latex.append(harness(*options, "latex"))
+        check_latex(latex[-1], rows=rows)
+        for row in csv.DictReader(io.StringIO(harness(*options, "csv"))):
+            assert not [c for c in ("task", "system", "dataset", "published") if row[c].startswith(FORMULA_STARTS)]
+            float(row["mean"])
+    assert "\\label{tab:summary-pan-i-x-i-t-t-k-u-v-u-p-p}" in latex[1]  # a label holds letters, digits, hyphens
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed (.ci/run installs it from Debian)")
+    document = (
+        "\\documentclass{article}\\usepackage{booktabs}\\begin{document}\n" + "\n".join(latex) + "\\end{document}\n"
+    )
+    (tmp_path / "summary.tex").write_text(document, encoding="utf-8")
+    command = ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "summary.tex"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
