@@ -16,7 +16,7 @@ from helpers.length_corpus import write_corpus
 from helpers.paths import REPO
 
 from harness.cli import main
-from harness.leaderboard import build_tables, find_runs
+from harness.leaderboard import build_summaries, build_tables, find_runs
 from harness.leaderboard.cells import measure_label
 
 SAMPLE = REPO / "samples" / "pan23-format-sample"
@@ -187,6 +187,21 @@ def test_the_page_renders_offline_in_a_browser(runs_dir: Path, report_dir: Path)
                 if any(other.p_value is not None for other in table.rows):  # a table of one system has no test
                     p = "–" if row.p_value is None else f"{row.p_value:.3f}" + "*" * (row.p_value < 0.05)
                     assert cells["p vs best"] == p
+
+        # the summary (systems x datasets; the format sample left out): every cell shown, the column's best bold
+        summaries = build_summaries(tables)
+        shown = driver.find_elements(By.CSS_SELECTOR, "table.summary")
+        assert len(shown) == len(summaries) == 1 and summaries[0].datasets == ["classic"]
+        for one, element in zip(summaries, shown, strict=True):
+            assert element.is_displayed()
+            assert [th.text for th in element.find_elements(By.CSS_SELECTOR, "thead th")] == ["system", *one.datasets]
+            rows = element.find_elements(By.CSS_SELECTOR, "tbody tr")
+            assert [tr.find_element(By.TAG_NAME, "th").text for tr in rows] == [row.label for row in one.rows]
+            for row, tr in zip(one.rows, rows, strict=True):
+                for dataset, td in zip(one.datasets, tr.find_elements(By.TAG_NAME, "td"), strict=True):
+                    cell = row.cells[dataset]
+                    assert float(td.text.split()[0]) == pytest.approx(cell.mean, abs=5e-4)
+                    assert bool(td.find_elements(By.TAG_NAME, "strong")) == (cell.mean == one.best(dataset))
 
         # every figure decoded, at the size of its PNG, and nothing fetched from anywhere
         images = driver.execute_script(
