@@ -240,7 +240,8 @@ def plot_parameter_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
 
 
 def plot_all(runs: Sequence[Run], out_dir: Path, *, overwrite: bool = False) -> list[Path]:
-    """Every figure the runs allow: ROC/DET of verification tasks, parameter figures, linking curves.
+    """Every figure the runs allow: ROC/DET of verification tasks, parameter figures, linking curves, and
+    harness.figures' score distributions, reliability diagrams, type-pair heatmaps and R@k curves.
 
     The figures are drawn into a staging folder inside `out_dir`, then moved into place: unless `overwrite`, a file
     of the same name already in `out_dir` (an earlier plot's figure) is refused, in one line naming it, before any
@@ -260,6 +261,9 @@ def plot_all(runs: Sequence[Run], out_dir: Path, *, overwrite: bool = False) -> 
         drawn = plot_verification_curves(runs, staging)
         drawn += plot_parameter_figures(runs, staging)
         drawn += plot_linking_curves(runs, staging)
+        from harness.figures import plot_paper_figures  # here: harness.figures imports this module
+
+        drawn += plot_paper_figures(runs, staging)
         targets = [out_dir / path.name for path in drawn]
         existing = [target for target in targets if os.path.lexists(target)]
         if existing and not overwrite:

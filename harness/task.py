@@ -36,6 +36,9 @@ class TaskMetadata:
     # published results to show beside runs as reference rows (never ranked): "package:file.csv" with columns
     # task, corpus (a glob over the test corpus folder name a run records), system, measures..., source
     published: str = ""
+    # ranking tasks: the details rows (field -> value) whose first-match ranks the headline R@k pools, for
+    # `harness plot`'s R@k curves; empty: every row that has a rank
+    ranking_rows: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:

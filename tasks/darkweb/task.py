@@ -83,6 +83,7 @@ class DarkwebTask:
             "Kulatilleke, Chandra, Portmann. NBC-Softmax: Darkweb Author Fingerprinting and Migration Tracking. 2022."
         ),
         plot_parameters=("episode_length",),  # `harness plot` draws MRR against episode length
+        ranking_rows={"set": "within"},  # the headline R@k pools the within-market queries, not the migrants
     )
 
     def __init__(
