@@ -2,8 +2,8 @@
 
 Real runs only: `cngdist` and `length_ratio` on PAN14 English essays (`--train/--test`), `cngdist` and
 `length_ratio` on a cross-genre set built from CMCC by `harness pairs --from folders` (pan23, with discourse
-types), and `episode_tfidf` on 40 authors of the real forum posts (darkweb). Each figure's CSV is checked against
-numbers recomputed from the runs' details.jsonl and result.json.
+types), `episode_tfidf` on 75 authors of the real forum posts (darkweb) and `reddit_tfidf` on 80 (reddit). Each
+figure's CSV is checked against numbers recomputed from the runs' details.jsonl and result.json.
 """
 
 from __future__ import annotations
@@ -197,3 +197,27 @@ def test_recall_at_k_starts_at_the_runs_recorded_recall(forum_posts_file: Path, 
         assert recall[k] == pytest.approx(scores[f"recall_at_{k}"], abs=1e-12)
     assert all(recall[k] <= recall[k + 1] for k in range(1, 20))
     assert {int(row["queries"]) for row in rows} == {int(scores["queries"])}
+
+
+def test_recall_at_k_of_reddit_account_ranking(forum_slice: Path, tmp_path: Path) -> None:
+    """reddit's details hold account ranking's first-match ranks beside the linking trials: the curve meets the
+    recorded R@4 and R@8, and every query's match lies within its targets."""
+    from helpers.forum_slice import SLICE_REDDIT_PARAMS
+
+    params = [
+        item for key, value in SLICE_REDDIT_PARAMS.items() for item in ("--task-param", f"{key}={json.dumps(value)}")
+    ]
+    out = tmp_path / "runs"
+    invoke("run", "--system", "reddit_tfidf", "--task", "reddit", "--data", forum_slice, "--out", out, *params)
+    invoke("plot", out, "--out", tmp_path / "figures")
+    (result_file,) = out.rglob("result.json")
+    scores = json.loads(result_file.read_text())["scores"]
+    ranking = [row for row in details(result_file.parent) if row["evaluation"] == "ranking"]
+    (stem,) = (path.with_suffix("") for path in (tmp_path / "figures").glob("recall-at-k-reddit*.csv"))
+    rows = read_csv(stem.with_suffix(".csv"))
+    recall = {int(row["k"]): float(row["recall"]) for row in rows}
+    for k in (4, 8):
+        assert recall[k] == pytest.approx(scores[f"recall_at_{k}"], abs=1e-12)
+    assert {int(row["queries"]) for row in rows} == {len(ranking)}
+    targets = ranking[0]["targets"]
+    assert targets <= 20 and recall[targets] == 1.0 and recall[1] < 1.0
