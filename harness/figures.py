@@ -22,7 +22,7 @@ from core.errors import HarnessError
 from harness.leaderboard import Run, build_tables
 from harness.leaderboard.table import Table
 from harness.metrics.ranking import recall_at_k_from_ranks
-from harness.plotting import STYLE, _legend, _legend_label, _line_style, _pyplot, _verification_trials, save_figure
+from harness.plotting import STYLE, legend_label, line_style, place_legend, pyplot, save_figure, verification_trials
 
 NO_ANSWER = 0.5  # PAN's "no answer": counted apart from every bin
 HISTOGRAM_BINS = 20
@@ -36,7 +36,7 @@ def plot_paper_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     """Score distributions, reliability diagrams and type-pair heatmaps of verification tasks; R@k of ranking tasks."""
     written: list[Path] = []
     for table in build_tables([r for r in runs if r.result.task_kind == "verification"]):
-        systems = [(row.label, *trials) for row in table.rows if (trials := _verification_trials(row.first_run))]
+        systems = [(row.label, *trials) for row in table.rows if (trials := verification_trials(row.first_run))]
         if systems:
             written += plot_score_distributions(table, systems, out_dir)
             written += plot_reliability(table, systems, out_dir)
@@ -49,7 +49,7 @@ def plot_paper_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
 def plot_score_distributions(table: Table, systems: Sequence[Trials], out_dir: Path) -> list[Path]:
     """One panel per system: step histograms of its answers to same- and different-author problems, with the
     abstentions (answers of exactly 0.5) as hatched bars of their own at 0.5."""
-    plt = _pyplot()
+    plt = pyplot()
     edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
     rows = []
     with plt.rc_context(STYLE):
@@ -65,7 +65,7 @@ def plot_score_distributions(table: Table, systems: Sequence[Trials], out_dir: P
                 rows += [(label, name, i, lo, hi, int(n)) for i, (lo, hi, n) in enumerate(bounds)]
                 rows.append((label, name, "abstain", NO_ANSWER, NO_ANSWER, abstained))
             abstentions = int(np.sum(values == NO_ANSWER))
-            ax.set_title(_legend_label(f"{label}: {abstentions} answers of 0.5 (hatched)"), fontsize=8)
+            ax.set_title(legend_label(f"{label}: {abstentions} answers of 0.5 (hatched)"), fontsize=8)
             ax.set_ylabel("problems")
             ax.legend(loc="upper left")
         axes[-1, 0].set_xlabel("answer")
@@ -78,7 +78,7 @@ def plot_reliability(table: Table, systems: Sequence[Trials], out_dir: Path) -> 
     """Reliability diagram: per bin of answers, the mean answer against the share of same-author problems. Answers
     of exactly 0.5 are no bin's: they are the shaded band, each system's share of them in its legend entry, and the
     share of same-author problems among them a hollow marker on the band."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = []
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots()
@@ -96,8 +96,8 @@ def plot_reliability(table: Table, systems: Sequence[Trials], out_dir: Path) -> 
                     rows.append((label, b, b / RELIABILITY_BINS, (b + 1) / RELIABILITY_BINS, int(inside.sum()), mean,
                                  share))  # fmt: skip
             abstained = ~answered
-            style = _line_style(i)
-            shown = _legend_label(f"{label} (abstained {abstained.mean():.0%})")
+            style = line_style(i)
+            shown = legend_label(f"{label} (abstained {abstained.mean():.0%})")
             if points:
                 ax.plot(*np.array(points).T, marker="o", markersize=3, label=shown, **style)
             if abstained.any():
@@ -109,7 +109,7 @@ def plot_reliability(table: Table, systems: Sequence[Trials], out_dir: Path) -> 
             ax.plot([], [], label="its share among the answers of 0.5", **hollow)
         ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="answer (mean of its bin)", ylabel="share of same-author problems")
         ax.set_title(f"Reliability: {table.title}")
-        _legend(fig, ax, len(systems) + 2)
+        place_legend(fig, ax, len(systems) + 2)
         header = ["system", "bin", "low", "high", "problems", "mean_answer", "same_share"]
         return save_figure(fig, out_dir, f"reliability-{table.file_stem}", header, rows)
 
@@ -119,7 +119,7 @@ def plot_type_pair_heatmap(table: Table, out_dir: Path) -> list[Path]:
     pairs, each cell the main score's mean over seeds; a cell where it is undefined (one class only) is blank."""
     if not table.type_pairs or not table.rows:
         return []
-    plt = _pyplot()
+    plt = pyplot()
     pairs = list(table.type_pairs)
     cells = np.array([[row.pair_mean[pair] for pair in pairs] for row in table.rows], dtype=np.float64)
     finite = cells[np.isfinite(cells)]
@@ -154,18 +154,18 @@ def plot_recall_at_k(table: Table, out_dir: Path) -> list[Path]:
             curves.append((row.label, [recall_at_k_from_ranks(ranks, k) for k in range(1, MAX_K + 1)], ranks))
     if not curves:
         return []
-    plt = _pyplot()
+    plt = pyplot()
     ks = list(range(1, MAX_K + 1))
     rows: list[tuple[Any, ...]] = []
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots()
         for i, (label, recalls, ranks) in enumerate(curves):
-            ax.plot(ks, recalls, marker="o", markersize=2, label=_legend_label(label), **_line_style(i))
+            ax.plot(ks, recalls, marker="o", markersize=2, label=legend_label(label), **line_style(i))
             queries = int(np.sum(ranks > 0))
             rows += [(label, k, recall, queries) for k, recall in zip(ks, recalls, strict=True)]
         ax.set(xlim=(1, MAX_K), ylim=(0, 1), xlabel="k", ylabel="recall at k", title=f"R@k: {table.title}")
         ax.set_xticks([1, 5, 10, 15, 20])
-        _legend(fig, ax, len(curves))
+        place_legend(fig, ax, len(curves))
         return save_figure(fig, out_dir, f"recall-at-k-{table.file_stem}", ["system", "k", "recall", "queries"], rows)
 
 
