@@ -53,7 +53,7 @@ def plot_score_distributions(table: Table, systems: Sequence[Trials], out_dir: P
     edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
     rows = []
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(systems), 1, sharex=True, squeeze=False, figsize=(4.6, 0.4 + 1.6 * len(systems)))
+        fig, axes = plt.subplots(len(systems), 1, sharex=True, squeeze=False, figsize=(4.6, 0.8 + 1.6 * len(systems)))
         for ax, (label, values, same) in zip(axes[:, 0], systems, strict=True):
             for name, members, colour, offset in (("same", same, "C0", -0.012), ("different", ~same, "C3", 0.012)):
                 answered = values[members & (values != NO_ANSWER)]
@@ -116,7 +116,8 @@ def plot_reliability(table: Table, systems: Sequence[Trials], out_dir: Path) -> 
 
 def plot_type_pair_heatmap(table: Table, out_dir: Path) -> list[Path]:
     """The leaderboard's type-pair breakdown (harness.leaderboard.type_pairs) as a heatmap: systems by discourse-type
-    pairs, each cell the main score's mean over seeds; a cell where it is undefined (one class only) is blank."""
+    pairs, each cell the main score's mean over seeds; "n/a" where it is undefined (the pair's problems are of one
+    class) or was not recorded (a submission scored from its truth alone knows no types)."""
     if not table.type_pairs or not table.rows:
         return []
     plt = pyplot()
@@ -131,8 +132,11 @@ def plot_type_pair_heatmap(table: Table, out_dir: Path) -> list[Path]:
         image = ax.imshow(np.ma.masked_invalid(cells), cmap="viridis", aspect="auto",
                           vmin=0.0 if in_unit else None, vmax=1.0 if in_unit else None)  # fmt: skip
         for (r, c), value in np.ndenumerate(cells):
-            text = "n/a" if math.isnan(value) else f"{value:.2f}"
-            ax.text(c, r, text, ha="center", va="center", fontsize=6, color="0.4" if math.isnan(value) else "w")
+            if math.isnan(value):
+                ax.text(c, r, "n/a", ha="center", va="center", fontsize=6, color="0.4")
+            else:  # dark text on viridis' light upper half, light text on its dark lower half
+                colour = "k" if image.norm(value) > 0.5 else "w"
+                ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=6, color=colour)
         ax.set_xticks(range(len(pairs)), [f"{p} ({table.type_pairs[p]})" for p in pairs], rotation=45, ha="right")
         ax.set_yticks(range(len(table.rows)), [row.label for row in table.rows])
         ax.grid(False)
