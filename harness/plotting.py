@@ -39,13 +39,14 @@ STYLE = {
 }
 
 
-def _legend_label(name: str) -> str:
+def legend_label(name: str) -> str:
     """A name as a legend entry: matplotlib leaves out labels that start with "_", so such a name gets a zero-width
     space in front."""
     return "\u200b" + name if name.startswith("_") else name
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (no screen), imported on first use, not at CLI start-up."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,7 +64,7 @@ def save_figure(fig: Any, out_dir: Path, stem: str, header: Sequence[str], rows:
     fig.tight_layout()
     fig.savefig(paths[0])
     fig.savefig(paths[1])
-    _pyplot().close(fig)
+    pyplot().close(fig)
     with open(paths[2], "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(header)
@@ -71,12 +72,12 @@ def save_figure(fig: Any, out_dir: Path, stem: str, header: Sequence[str], rows:
     return paths
 
 
-def _line_style(index: int) -> dict[str, Any]:
+def line_style(index: int) -> dict[str, Any]:
     """Ten colours, then the same colours dashed, then dotted: every system stays distinguishable."""
     return {"color": f"C{index % 10}", "linestyle": ("-", "--", ":")[(index // 10) % 3]}
 
 
-def _legend(fig: Any, ax: Any, entries: int) -> None:
+def place_legend(fig: Any, ax: Any, entries: int) -> None:
     """Beside the axes when there are many systems, so no curve is hidden under it."""
     if entries > 4:
         width, height = fig.get_size_inches()
@@ -86,7 +87,8 @@ def _legend(fig: Any, ax: Any, entries: int) -> None:
         ax.legend(loc="best")
 
 
-def _verification_trials(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+def verification_trials(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """(answers, same-author) of a verification run's details; None where its rows hold no answers."""
     details = run.result.details()  # checked against the checksum its result recorded
     if not details or not {"value", "same"} <= details[0].keys():
         return None
@@ -102,7 +104,7 @@ def plot_verification_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     for table in build_tables([r for r in runs if r.result.task_kind == "verification"]):
         curves = []
         for row in table.rows:
-            trials = _verification_trials(row.first_run)
+            trials = verification_trials(row.first_run)
             if trials is not None:
                 _, p_fa, p_miss = det_curve(*trials)
                 curves.append((row.label, p_fa, p_miss))
@@ -113,7 +115,7 @@ def plot_verification_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
 def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
     """For each linking task: ROC and DET at the main target size (lowest-seed run of each system)
     and EER against the target sample size (mean and standard deviation over seeds)."""
-    plt = _pyplot()
+    plt = pyplot()
     written: list[Path] = []
     for table in build_tables([r for r in runs if r.result.task_kind == "linking"]):
         curves, rows = [], []
@@ -128,14 +130,14 @@ def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
                 sizes = per_seed[0]["target_sizes"]
                 eers = np.array([curve["eer"] for curve in per_seed])
                 mean, spread = eers.mean(0), eers.std(0)
-                style = _line_style(i)
-                label = _legend_label(row.label)
+                style = line_style(i)
+                label = legend_label(row.label)
                 ax.errorbar(sizes, mean, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
                 rows += [(row.label, k, m, sd, len(per_seed)) for k, m, sd in zip(sizes, mean, spread, strict=True)]
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [str(k) for k in sizes])
             ax.set(xlabel="target sample size (posts)", ylabel="EER (lower is better)", title=f"EER: {table.title}")
-            _legend(fig, ax, len(table.rows))
+            place_legend(fig, ax, len(table.rows))
             header = ["system", "target_size", "eer_mean", "eer_std", "runs"]
             written += save_figure(fig, out_dir, f"eer-by-target-size-{table.file_stem}", header, rows)
         written += _roc_and_det(table, curves, out_dir)
@@ -148,23 +150,23 @@ def _roc_and_det(table: Table, curves: Sequence[tuple[str, np.ndarray, np.ndarra
 
     if not curves:
         return []
-    plt = _pyplot()
+    plt = pyplot()
     with plt.rc_context(STYLE):
         fig_roc, ax_roc = plt.subplots()
         fig_det, ax_det = plt.subplots()
         roc_rows, det_rows = [], []
         for i, (label, p_fa, p_miss) in enumerate(curves):
-            line = _line_style(i)
+            line = line_style(i)
             # by false positive rate, then true positive rate: points of one FPR run up, never down (a sawtooth)
             order = np.lexsort((1.0 - p_miss, p_fa))
             fpr, tpr = p_fa[order], 1.0 - p_miss[order]
             area = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))  # trapezoids: ties count half, as AUC
-            ax_roc.plot(fpr, tpr, label=_legend_label(f"{label} (AUC {area:.3f})"), **line)
+            ax_roc.plot(fpr, tpr, label=legend_label(f"{label} (AUC {area:.3f})"), **line)
             roc_rows += [(label, f, t) for f, t in zip(fpr, tpr, strict=True)]
             # a DET plot's axes are normal deviates: rates of exactly 0 or 1 lie at infinity
             inside = (p_fa > 0) & (p_fa < 1) & (p_miss > 0) & (p_miss < 1)
             marker = "o" if inside.sum() < 5 else None  # near-binary answers give a point, not a curve
-            shown = _legend_label(label)
+            shown = legend_label(label)
             ax_det.plot(norm.ppf(p_fa[inside]), norm.ppf(p_miss[inside]), label=shown, marker=marker, **line)
             det_rows += [(label, f, m) for f, m in zip(p_fa, p_miss, strict=True)]
         ax_roc.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1)
@@ -176,7 +178,7 @@ def _roc_and_det(table: Table, curves: Sequence[tuple[str, np.ndarray, np.ndarra
         ax_det.set_ylim(norm.ppf(0.0005), norm.ppf(0.9995))
         ax_det.set(xlabel="false alarm probability", ylabel="miss probability", title=f"DET: {table.title}")
         for fig, ax in ((fig_roc, ax_roc), (fig_det, ax_det)):
-            _legend(fig, ax, len(curves))
+            place_legend(fig, ax, len(curves))
         written = save_figure(fig_roc, out_dir, f"roc-{table.file_stem}", ["system", "fpr", "tpr"], roc_rows)
         written += save_figure(fig_det, out_dir, f"det-{table.file_stem}", ["system", "p_fa", "p_miss"], det_rows)
     return written
@@ -190,7 +192,7 @@ def plot_measure_by_parameter(
     Points average the runs (seeds) of each system and parameter value; bars show their spread. With `dataset`,
     only the runs on that dataset (`RunResult.dataset`), named in the title and the file name.
     """
-    plt = _pyplot()
+    plt = pyplot()
     points: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         result = run.result
@@ -209,13 +211,13 @@ def plot_measure_by_parameter(
             xs = sorted(points[system])
             means = [float(np.mean(points[system][x])) for x in xs]
             spread = [float(np.std(points[system][x])) for x in xs]
-            style = _line_style(sorted(points).index(system))
-            label = _legend_label(system)
+            style = line_style(sorted(points).index(system))
+            label = legend_label(system)
             ax.errorbar(xs, means, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
             rows += [(system, x, m, s, len(points[system][x])) for x, m, s in zip(xs, means, spread, strict=True)]
         where = f"{task} on {dataset}" if dataset else task
         ax.set(xlabel=parameter.replace("_", " "), ylabel=measure, title=f"{measure} against {parameter}: {where}")
-        _legend(fig, ax, len(points))
+        place_legend(fig, ax, len(points))
         stem = f"{measure}-by-{parameter}-{task}" + (f"-{dataset}" if dataset else "")
         return save_figure(fig, out_dir, stem, ["system", parameter, f"{measure}_mean", "std", "runs"], rows)
 
@@ -240,7 +242,8 @@ def plot_parameter_figures(runs: Sequence[Run], out_dir: Path) -> list[Path]:
 
 
 def plot_all(runs: Sequence[Run], out_dir: Path, *, overwrite: bool = False) -> list[Path]:
-    """Every figure the runs allow: ROC/DET of verification tasks, parameter figures, linking curves.
+    """Every figure the runs allow: ROC/DET of verification tasks, parameter figures, linking curves, and
+    harness.figures' score distributions, reliability diagrams, type-pair heatmaps and R@k curves.
 
     The figures are drawn into a staging folder inside `out_dir`, then moved into place: unless `overwrite`, a file
     of the same name already in `out_dir` (an earlier plot's figure) is refused, in one line naming it, before any
@@ -260,6 +263,9 @@ def plot_all(runs: Sequence[Run], out_dir: Path, *, overwrite: bool = False) -> 
         drawn = plot_verification_curves(runs, staging)
         drawn += plot_parameter_figures(runs, staging)
         drawn += plot_linking_curves(runs, staging)
+        from harness.figures import plot_paper_figures  # here: harness.figures imports this module
+
+        drawn += plot_paper_figures(runs, staging)
         targets = [out_dir / path.name for path in drawn]
         existing = [target for target in targets if os.path.lexists(target)]
         if existing and not overwrite:

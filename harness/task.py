@@ -39,6 +39,9 @@ class TaskMetadata:
     # rows of a run's printed score table that a name alone does not explain (`migrant_heldout`): row -> what it
     # scores; `harness list NAME` prints them
     scopes: dict[str, str] = field(default_factory=dict)
+    # ranking tasks: the details rows (field -> value) whose first-match ranks the headline R@k pools, for
+    # `harness plot`'s R@k curves; empty: every row that has a rank
+    ranking_rows: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:

@@ -94,6 +94,7 @@ class DarkwebTask:
                 "multitask=false) ties no accounts, so there every migrant is held out and this row equals migrant"
             ),
         },
+        ranking_rows={"set": "within"},  # the headline R@k pools the within-market queries, not the migrants
     )
 
     def __init__(

@@ -129,6 +129,7 @@ class RedditTask:
         measures=("mrr", "recall_at_4", "recall_at_8", "eer", "min_dcf"),
         splits=("train", "test"),
         citation=CITATION,
+        ranking_rows={"evaluation": "ranking"},  # account ranking's rows; the linking rows hold trials, not ranks
     )
 
     def __init__(

@@ -307,8 +307,9 @@ def test_plot_refuses_to_replace_figures_without_overwrite(finished_run: Path, t
     assert first.returncode == 0, first.stderr
     drawn = snapshot(figures)
     assert "roc-pan23-pan23-format-sample.png" in drawn and "det-pan23-pan23-format-sample.csv" in drawn
-    line = error_line(harness("plot", finished_run, "--out", figures))
-    assert line.startswith(f"error: {figures}/") and line.endswith("exists (and 5 more of these figures' files); "
+    line = error_line(harness("plot", finished_run, "--out", figures))  # 5 figures (ROC, DET, score distribution,
+    # reliability, type pairs) of 3 files each
+    assert line.startswith(f"error: {figures}/") and line.endswith("exists (and 14 more of these figures' files); "
                                                                     "pass --overwrite to replace it")  # fmt: skip
     assert snapshot(figures) == drawn  # and no staging folder left
     again = harness("plot", finished_run, "--out", figures, "--overwrite")

@@ -213,9 +213,9 @@ def test_plots_draw_names_as_text(tmp_path: Path) -> None:
     harness("plot", tmp_path / "runs", "--out", tmp_path / "figures")
     roc = (tmp_path / "figures" / "roc-pan23-pan23-format-sample.csv").read_text(encoding="utf-8")
     assert all(name in roc for name in names)
-    from harness.plotting import _legend_label
+    from harness.plotting import legend_label
 
-    assert _legend_label("_hidden") == "\u200b_hidden" and _legend_label("a_b") == "a_b"
+    assert legend_label("_hidden") == "\u200b_hidden" and legend_label("a_b") == "a_b"
 
 
 def test_summary_keeps_names_as_text(recorded: Path, renamed: Path, tmp_path: Path) -> None:

@@ -90,7 +90,8 @@ def test_the_page_holds_every_table_figure_and_run(runs_dir: Path, report_dir: P
     # the embedded figures are the report's PNG files, byte for byte
     embedded = sorted(base64.b64decode(url.split(",", 1)[1]) for url in images)
     assert embedded == sorted(p.read_bytes() for p in (report_dir / "plots").glob("*.png"))
-    assert len(embedded) == 4  # ROC and DET of pan23 and of pan-classic
+    # ROC, DET, score distributions and reliability of pan23 and of pan-classic; pan23's type-pair heatmap
+    assert len(embedded) == 9
 
     text = " ".join(page.text)
     result_files = sorted(runs_dir.rglob("result.json"))
