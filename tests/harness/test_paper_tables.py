@@ -13,14 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers.pan_corpora import PAN14_ESSAYS as ESSAYS
+from helpers.pan_corpora import PAN14_NOVELS as NOVELS
 from helpers.pan_corpora import extract_corpora
 
 from harness.cli import main
-
-ESSAYS = ("pan14-author-verification-training-corpus-english-essays-2014-04-22",
-          "pan14-author-verification-test-corpus2-english-essays-2014-04-22")  # fmt: skip
-NOVELS = ("pan14-author-verification-training-corpus-english-novels-2014-04-22",
-          "pan14-author-verification-test-corpus2-english-novels-2014-04-22")  # fmt: skip
 
 
 def invoke(*args: object) -> str:

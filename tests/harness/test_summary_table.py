@@ -17,15 +17,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.pan_corpora import PAN14_ESSAYS as ESSAYS
+from helpers.pan_corpora import PAN14_NOVELS as NOVELS
 from helpers.pan_corpora import extract_corpora
 from helpers.paths import SAMPLE
 
 from harness.cli import main
 
-ESSAYS = ("pan14-author-verification-training-corpus-english-essays-2014-04-22",
-          "pan14-author-verification-test-corpus2-english-essays-2014-04-22")  # fmt: skip
-NOVELS = ("pan14-author-verification-training-corpus-english-novels-2014-04-22",
-          "pan14-author-verification-test-corpus2-english-novels-2014-04-22")  # fmt: skip
 RUNS_ON = {"cngdist": ("pan14-english-essays",), "tfidf": ("pan14-english-essays", "pan14-english-novels")}
 SOURCE = "Stamatatos et al., Overview of the Author Identification Task at PAN 2014"
 

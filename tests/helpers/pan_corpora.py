@@ -16,6 +16,11 @@ from harness.metrics.verification import auc
 from toolkit.splits import grouped_split, problem_groups, shared_texts
 
 PAN15 = "pan15-authorship-verification-training-dataset-english-2015-04-19"
+# PAN14 English as PAN distributed it: (training corpus, test corpus 2) folder names in the shared tarball
+PAN14_ESSAYS = ("pan14-author-verification-training-corpus-english-essays-2014-04-22",
+                "pan14-author-verification-test-corpus2-english-essays-2014-04-22")  # fmt: skip
+PAN14_NOVELS = ("pan14-author-verification-training-corpus-english-novels-2014-04-22",
+                "pan14-author-verification-test-corpus2-english-novels-2014-04-22")  # fmt: skip
 
 
 def extract_corpora(folder: Path, corpora: tuple[str, ...], archive: str = "pan13-15-av-en.tar.gz") -> dict[str, Path]:
