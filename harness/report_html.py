@@ -119,7 +119,7 @@ def _summary_html(one: Summary, digits: int) -> list[str]:
     heads = "".join(f'<th scope="col">{escape(h)}</th>' for h in ["system", *one.datasets])
     out += [f"<thead><tr>{heads}</tr></thead>", "<tbody>"]
     for row in [*one.rows, *one.published]:
-        texts = summary.row_cells(one, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1])
+        texts = summary.summary_row_cells(one, row, digits, pm="±", bold=_BOLD[0] + "{}" + _BOLD[1])
         numbers = [escape(c).replace(_BOLD[0], "<strong>").replace(_BOLD[1], "</strong>") for c in texts]
         label, css = escape(row.label), ""
         if row.source is not None:

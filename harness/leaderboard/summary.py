@@ -169,7 +169,7 @@ def summary_notes(summary: Summary) -> list[str]:
     return notes
 
 
-def row_cells(summary: Summary, row: SummaryRow, digits: int, *, pm: str, bold: str) -> list[str]:
+def summary_row_cells(summary: Summary, row: SummaryRow, digits: int, *, pm: str, bold: str) -> list[str]:
     """A row's cells after its label, one per column, as every format writes them."""
     return [_cell_text(summary, row, dataset, digits, pm=pm, bold=bold) for dataset in summary.datasets]
 
@@ -188,10 +188,10 @@ def _markdown(summaries: Sequence[Summary], digits: int) -> str:
         out.append("| " + " | ".join(escape.markdown(h) for h in ["system", *summary.datasets]) + " |")
         out.append("|" + "|".join(["---"] + ["---:"] * len(summary.datasets)) + "|")
         for row in summary.rows:
-            cells = row_cells(summary, row, digits, pm="±", bold="**{}**")
+            cells = summary_row_cells(summary, row, digits, pm="±", bold="**{}**")
             out.append("| " + " | ".join([escape.markdown(row.label), *cells]) + " |")
         for row in summary.published:
-            cells = row_cells(summary, row, digits, pm="±", bold="{}")
+            cells = summary_row_cells(summary, row, digits, pm="±", bold="{}")
             out.append("| " + " | ".join([f"_{escape.markdown(row.label)}_ (published)", *cells]) + " |")
         out.extend(["", *map(escape.markdown, summary_notes(summary)), ""])
     return "\n".join(out)
@@ -216,12 +216,12 @@ def _latex(summaries: Sequence[Summary], digits: int) -> str:
         out.append("\\begin{tabular}{l" + "r" * len(summary.datasets) + "}\n\\toprule")
         out.append(" & ".join(escape.latex(h) for h in ["system", *summary.datasets]) + " \\\\\n\\midrule")
         for row in summary.rows:
-            cells = row_cells(summary, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}")
+            cells = summary_row_cells(summary, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}")
             out.append(" & ".join([escape.latex(row.label), *cells]) + " \\\\")
         if summary.published:
             out.append("\\midrule")
             for row in summary.published:
-                cells = row_cells(summary, row, digits, pm="$\\pm$", bold="{}")
+                cells = summary_row_cells(summary, row, digits, pm="$\\pm$", bold="{}")
                 out.append(" & ".join(["\\textit{" + escape.latex(row.label) + "}", *cells]) + " \\\\")
         out.append("\\bottomrule\n\\end{tabular}")
         notes = summary_notes(summary)
