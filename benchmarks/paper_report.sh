@@ -3,7 +3,7 @@
 # PAN13, PAN14 essays and novels (PAN's own splits), fold 1 of the PAN15 5-fold CV (verification_pan.py's folds)
 # and a CMCC cross-genre set (`harness pairs --from folders`, seed 0); then `harness report` over all of them.
 #
-#   bash benchmarks/paper_report.sh WORK_DIR      # about 15 minutes on 2 cores; the report is WORK_DIR/report
+#   bash benchmarks/paper_report.sh WORK_DIR      # about 27 minutes on 2 busy cores; the report is WORK_DIR/report
 set -eu
 WORK=$(realpath -m "${1:?usage: paper_report.sh WORK_DIR}")
 DATA=${HARNESS_SHARED_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/shared/data}
