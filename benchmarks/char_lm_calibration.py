@@ -87,12 +87,10 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def logistic(d: np.ndarray, same: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """char_lm's probability map: a logistic fit of standardised d (as `CharLM._fit`)."""
-    from sklearn.linear_model import LogisticRegression
+    """char_lm's probability map, fitted on the training d by char_lm's own `fit_logistic_map`."""
+    from systems.char_lm.system import fit_logistic_map
 
-    scale = float(np.std(d)) or 1.0
-    model = LogisticRegression().fit((d / scale)[:, None], same)
-    a, b = float(model.coef_[0, 0] / scale), float(model.intercept_[0])
+    a, b = fit_logistic_map(d, same)
     return lambda x: 1.0 / (1.0 + np.exp(-(a * x + b)))
 
 

@@ -248,14 +248,9 @@ class CharLM(CalibratedVerifier):
             self._heads = self._make_heads(train.problems, authors, device)
             self._heads["reference"] = _reference_sample(len(authors.texts), p.max_reference_heads, seed)
             d = self._relative_entropies(train.problems, self._heads, device)
-        from sklearn.linear_model import LogisticRegression
-
-        # d is in nats per symbol, a small range: standardise for the fit, fold the scale into (a, b)
-        scale = float(np.std(d)) or 1.0
         if len(np.unique(labels)) < 2:
             raise HarnessError(f"{train.source}: calibration needs both same- and different-author problems")
-        model = LogisticRegression().fit((d / scale)[:, None], labels)
-        self._platt = (float(model.coef_[0, 0] / scale), float(model.intercept_[0]))
+        self._platt = fit_logistic_map(d, labels)
         self._band = self.fit_band(train, self.probabilities(d), labels)
         self.training_scores = d
         self.training_stats = {
@@ -455,6 +450,16 @@ class CharLM(CalibratedVerifier):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def fit_logistic_map(d: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(a, b) of the map d -> 1 / (1 + exp(-(a d + b))), a logistic fit of the training problems' d."""
+    from sklearn.linear_model import LogisticRegression
+
+    # d is in nats per symbol, a small range: standardise for the fit, fold the scale into (a, b)
+    scale = float(np.std(d)) or 1.0
+    model = LogisticRegression().fit((d / scale)[:, None], labels)
+    return float(model.coef_[0, 0] / scale), float(model.intercept_[0])
 
 
 @dataclass
