@@ -62,7 +62,14 @@ def main_measure(name: str) -> str:
 
 
 def set_folders(name: str, seed: int, args: argparse.Namespace) -> list[Path]:
-    """The data folders of one set for one seed: one, or one per PAN15 fold (the same for every seed)."""
+    """The data folders of one set for one seed: one, or one per PAN15 fold (the same for every seed).
+
+    With --collect nothing is built: a set not there yet has no folders.
+    """
+    sets = args.out / "sets"
+    if args.collect:
+        found = sorted(sets.glob(f"{name}-fold-*")) if name == "pan15" else [sets / name]
+        return [sets / f"{name}-seed{seed}"] if name in PAIR_SETS else [f for f in found if f.is_dir()]
     if name in PAIR_SETS:
         return [build_set(name, seed, args)]
     raw = args.out / "raw"
@@ -71,7 +78,6 @@ def set_folders(name: str, seed: int, args: argparse.Namespace) -> list[Path]:
             with tarfile.open(args.data_dir / tarball) as archive:
                 archive.extractall(raw / tarball.split(".")[0], filter="data")
         (raw / "done").touch()
-    sets = args.out / "sets"
     existing = sorted(sets.glob(f"{name}-fold-*")) if name == "pan15" else [sets / name]
     if existing and all((folder / "test").exists() for folder in existing):
         return existing
@@ -104,7 +110,7 @@ def measure(name: str, system: str, seed: int, args: argparse.Namespace) -> dict
     """One seed's figures on one set: the run's scores, or PAN15's pooled over its folds (None until all ran)."""
     folders = set_folders(name, seed, args)
     runs = [run_one(system, folder, seed, args) for folder in folders]
-    if any(run is None for run in runs):
+    if not runs or any(run is None for run in runs):
         return None
     scores = runs[0]["scores"] if len(runs) == 1 else pooled_scores(runs, folders)
     commits = {run["environment"]["git"]["commit"][:7] for run in runs}
