@@ -36,9 +36,16 @@ from verification_pan import ANCHORS, TARBALLS, default_data_dir, parse_params, 
 from harness.data_location import DataLocation  # noqa: E402
 from harness.runner import run_folder  # noqa: E402
 
-# fastest first, so an interrupted benchmark has every cheap row
-SYSTEMS = ("length_ratio", "cngdist", "tfidf", "typed_ngrams", "compressor", "wccn", "pair_features", "impostors",
-           "encoder_wccn", "unmasking", "siamese_bilstm", "stacked", "char_lm")  # fmt: skip
+# rows: a label, its system and parameters (defaults but where named); fastest first, so an interrupted benchmark
+# has every cheap row. pair_features_200 is pair_features as stacked's member (200 trees), so "stacked >= its best
+# member" can be read on the same problems.
+ROWS: dict[str, tuple[str, dict[str, Any]]] = {
+    name: (name, {})
+    for name in ("length_ratio", "cngdist", "tfidf", "typed_ngrams", "compressor", "wccn", "pair_features")
+}
+ROWS["pair_features_200"] = ("pair_features", {"trees": 200})
+HEAVY = ("impostors", "encoder_wccn", "unmasking", "siamese_bilstm", "stacked", "char_lm")
+ROWS |= {name: (name, {}) for name in HEAVY}
 SETS = ("pan13", "essays", "novels", "pan15", "cmcc", "forum")
 LABELS = {"pan13": "PAN13", "essays": "PAN14 essays", "novels": "PAN14 novels", "pan15": "PAN15 5-fold (pooled)",
           "cmcc": "CMCC cross-genre", "forum": "forum sub. vs comm."}  # fmt: skip
@@ -84,11 +91,12 @@ def set_folders(name: str, seed: int, args: argparse.Namespace) -> list[Path]:
     return prepare(name, raw, sets, FOLDS, 0)
 
 
-def run_one(system: str, data: Path, seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
+def run_one(row: str, data: Path, seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
     """One run's result.json with its time and memory, or None (not run yet, failed, or past --timeout)."""
     task = task_of(data.name.split("-")[0])
+    system, own = ROWS[row]
     forum = FORUM_PARAMS.get(system, {}) if data.name.startswith("forum") else {}
-    params: dict[str, Any] = {**forum, **args.params.get(system, {})}
+    params: dict[str, Any] = {**forum, **own, **args.params.get(row, {})}
     folder = run_folder(args.out / "runs", task, system, seed, params, data=DataLocation(data))
     record = args.out / "bench" / f"{task}-{data.name}-{folder.parent.name}-seed{seed}.json"  # beside, not in, runs/
     if not record.is_file() and not args.collect:
@@ -106,10 +114,10 @@ def run_one(system: str, data: Path, seed: int, args: argparse.Namespace) -> dic
     return {**result, "bench": json.loads(record.read_text(encoding="utf-8")), "_run_dir": str(folder)}
 
 
-def measure(name: str, system: str, seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
+def measure(name: str, row: str, seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
     """One seed's figures on one set: the run's scores, or PAN15's pooled over its folds (None until all ran)."""
     folders = set_folders(name, seed, args)
-    runs = [run_one(system, folder, seed, args) for folder in folders]
+    runs = [run_one(row, folder, seed, args) for folder in folders]
     if not runs or any(run is None for run in runs):
         return None
     scores = runs[0]["scores"] if len(runs) == 1 else pooled_scores(runs, folders)
@@ -183,12 +191,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="sets, runs and summary.md go here")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument("--systems", nargs="+", default=list(ROWS), choices=ROWS, help="rows (systems) to run")
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds one run may take")
     parser.add_argument("--collect", action="store_true", help="summarise the runs under --out; run nothing")
-    parser.add_argument("--param", action="append", default=[], help="SYSTEM:KEY=VALUE, as `harness run --param`")
+    parser.add_argument("--param", action="append", default=[], help="ROW:KEY=VALUE, as `harness run --param`")
     parser.add_argument("--forum-pairs", type=int, default=10_000)
     parser.add_argument("--cmcc-pairs", type=int, default=400)
     parser.add_argument("--cmcc-text-uses", type=int, default=4)
@@ -196,10 +204,10 @@ def main() -> None:
     args.out = args.out.resolve()
     args.params = parse_params(args.param)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in args.sets}
-    for system in args.systems:  # systems outermost: every set and seed of a fast system before a slow one
+    for row in args.systems:  # rows outermost: every set and seed of a fast system before a slow one
         for name in args.sets:
-            measured = [measure(name, system, seed, args) for seed in args.seeds]
-            results[name][system] = [m for m in measured if m is not None]
+            measured = [measure(name, row, seed, args) for seed in args.seeds]
+            results[name][row] = [m for m in measured if m is not None]
         lines = tables(results, len(args.seeds)) + provenance(results)
         (args.out / "summary.md").write_text("\n".join(lines), encoding="utf-8")  # rewritten after each system
     print("\n".join(lines))
