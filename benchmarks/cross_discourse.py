@@ -31,7 +31,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from verification_pan import parse_params  # noqa: E402  (this folder is the script's path entry)
+from verification_pan import param_options, parse_params  # noqa: E402  (this folder is the script's path entry)
 
 from harness.data_location import DataLocation  # noqa: E402
 from harness.runner import run_folder  # noqa: E402
@@ -104,8 +104,7 @@ def run_system(system: str, data: Path, seed: int, args: argparse.Namespace) -> 
         return None  # ran past --timeout or failed before, or only collecting what exists
     runs.mkdir(parents=True, exist_ok=True)
     command = harness("run", "--system", system, "--task", "pan23", "--data", data, "--seed", seed, "--out", runs)
-    for key, value in params.items():
-        command += ["--param", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    command += param_options(params)
     figures = timed(command, record.with_suffix("").with_suffix(".log"), args.timeout)
     record.write_text(json.dumps(figures), encoding="utf-8")
     print(f"  {data.name} {system}: {figures}", file=sys.stderr, flush=True)

@@ -31,7 +31,15 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from cross_discourse import build_set, harness, timed  # noqa: E402  (this folder is the script's path entry)
-from verification_pan import ANCHORS, TARBALLS, default_data_dir, parse_params, pooled_scores, prepare  # noqa: E402
+from verification_pan import (  # noqa: E402
+    ANCHORS,
+    TARBALLS,
+    default_data_dir,
+    param_options,
+    parse_params,
+    pooled_scores,
+    prepare,
+)
 
 from harness.data_location import DataLocation  # noqa: E402
 from harness.runner import run_folder  # noqa: E402
@@ -102,8 +110,7 @@ def run_one(row: str, data: Path, seed: int, args: argparse.Namespace) -> dict[s
     if not record.is_file() and not args.collect:
         command = harness("run", "--system", system, "--task", task, "--data", data, "--seed", seed,
                           "--out", args.out / "runs")  # fmt: skip
-        for key, value in params.items():
-            command += ["--param", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+        command += param_options(params)
         record.parent.mkdir(parents=True, exist_ok=True)
         figures = timed(command, record.with_suffix(".log"), args.timeout)
         record.write_text(json.dumps(figures), encoding="utf-8")

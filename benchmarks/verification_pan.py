@@ -158,12 +158,17 @@ def parse_params(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     return params
 
 
+def param_options(params: dict[str, Any]) -> list[str]:
+    """`--param KEY=VALUE` options for `harness run`: strings as they are, other values as JSON."""
+    return [option for key, value in params.items()
+            for option in ("--param", f"{key}={value if isinstance(value, str) else json.dumps(value)}")]  # fmt: skip
+
+
 def harness_run(system: str, seed: int, data: Path, out: Path, params: dict[str, Any]) -> dict[str, Any]:
     """One `harness run` in its own process; its result.json, with the run folder."""
     command = [sys.executable, "-m", "harness.cli", "run", "--system", system, "--task", TASK]
     command += ["--data", str(data), "--seed", str(seed), "--out", str(out)]
-    for key, value in params.items():
-        command += ["--param", f"{key}={json.dumps(value) if not isinstance(value, str) else value}"]
+    command += param_options(params)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=REPO_ROOT)
     if done.returncode != 0:
