@@ -1,4 +1,4 @@
-"""A stacked ensemble (`stacked`): a logistic-regression meta-model over other systems' out-of-fold answers.
+"""A stacked ensemble (`stacked`): a logistic-regression meta-model over other systems' out-of-fold scores.
 
 Stamatatos, E., Daelemans, W., Verhoeven, B., Potthast, M., Stein, B., Juola, P., Sanchez-Perez, M. A. and
 Barron-Cedeno, A. (2014). Overview of the Author Identification Task at PAN 2014. CLEF 2014 Working Notes.
@@ -7,17 +7,22 @@ The PAN 2014 overview ("we continue the successful practice of the PAN labs to e
 the combination of all submitted systems") combined the answers of the 13 submitted verifiers into a
 meta-model, which on the English essays scored above the best single submission (AUC x c@1 0.531 against
 Frery et al.'s 0.513). This system does the same over the verifiers of this harness: its meta-features are
-the answers (scores in [0, 1], 0.5 for "no answer") of its `members`, and its meta-model is a logistic
-regression on them, learned on the training problems. The overview's exact combination rule was not at hand
-when this was written, so the learned combination and the settings below are ours, not the paper's.
+the scores of its `members`, and its meta-model is a logistic regression on them, learned on the training
+problems. The overview's exact combination rule was not at hand when this was written, so the learned
+combination and the settings below are ours, not the paper's.
+
+A member's meta-feature is its score before its own band (`CalibratedVerifier.scores`; `member_values="scores"`,
+the default), standardised over the training problems. Until issue 27 it was the member's answer (in [0, 1], 0.5
+for "no answer"; `member_values="answers"` keeps that): inside a member's band every answer is 0.5, so the
+meta-model could not see what the member still knew about the order of those problems.
 
 Fitting, so that nothing is fitted on scores of problems the scorer saw:
 1. The training problems are cut into `folds` folds (`toolkit.calibration.cross_fitted_folds`: text-disjoint
    groups, author-disjoint where the truth names authors; text-disjoint only where author-disjoint folds leave a
    fold without training problems, as on CMCC's 7 training authors; `info["by"]` says which). For each fold,
    every member is built fresh (with its `member_params`), fitted on the other folds' problems only, and answers
-   the fold's problems: the out-of-fold member answers are the meta-features.
-2. Which members answer is chosen on these out-of-fold answers (`select="cv"`, the default): forward selection
+   the fold's problems: the out-of-fold member scores are the meta-features.
+2. Which members answer is chosen on these out-of-fold meta-features (`select="cv"`, the default): forward selection
    (Caruana et al. 2004, "Ensemble selection from libraries of models") adds, one at a time, the member that most
    raises the meta-model's cross-validated AUC (a meta-model fitted on the other folds' rows, its AUC on each
    fold's rows, averaged over folds), and stops when no member raises it. A lone member is a candidate like any
@@ -27,12 +32,12 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    submissions). `info["chosen"]` names the members chosen, `info["selection"]` the cross-validated AUC after
    each step. Where no member's meta-model beats chance (AUC 0.5) out of fold, the training problems cannot choose,
    and every member stays (`info["selection"]` is then empty).
-3. The meta-model is fitted on the chosen members' out-of-fold answers.
+3. The meta-model is fitted on the chosen members' out-of-fold meta-features.
 4. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on the scores this meta-model, the one
    that answers, gives the out-of-fold meta-features: the scale it answers on. (Fitted on the fold meta-models'
    out-of-fold scores before, it sat on another scale: on the forum cross-kind set every test score fell inside
    the band, every answer one class or no answer. The meta-model has one weight per member and an intercept, so
-   scoring its own training meta-features is nearly out of sample; the members' answers in them are.) With one
+   scoring its own training meta-features is nearly out of sample; the members' scores in them are.) With one
    member chosen, meta-model and band are still fitted, kept and reported (`info["meta_auc_x_c_at_1"]`), but the
    member answers.
 5. Every chosen member is refitted on all training problems; these answer at prediction time.
@@ -78,6 +83,7 @@ from toolkit.verifier import CalibratedVerifier, check_folds, require_both_class
 
 DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "tfidf")
 SELECTIONS = ("cv", "all")
+MEMBER_VALUES = ("scores", "answers")
 # pair_features as its forest: chosen over the single tree on out-of-fold AUC of training problems only
 DEFAULT_MEMBER_PARAMS: dict[str, dict[str, Any]] = {"pair_features": {"trees": 200}}
 MEMBERS_FOLDER = "members"
@@ -181,6 +187,7 @@ class StackedEnsemble(CalibratedVerifier):
         grid_step: float = 0.01,
         objective: str = "task",
         select: str = "cv",
+        member_values: str = "scores",
     ) -> None:
         if isinstance(members, str):  # `--param members=cngdist,compressor`
             members = [m.strip() for m in members.split(",") if m.strip()]
@@ -200,12 +207,16 @@ class StackedEnsemble(CalibratedVerifier):
         check_folds(folds, "folds")
         if select not in SELECTIONS:
             raise ValueError(f"select must be one of {', '.join(SELECTIONS)}, got {select!r}")
+        if member_values not in MEMBER_VALUES:
+            raise ValueError(f"member_values must be one of {', '.join(MEMBER_VALUES)}, got {member_values!r}")
         if not meta_c > 0:
             raise ValueError(f"meta_c must be positive, got {meta_c!r}")
         super().__init__(locals())
         self._systems: list[Any] | None = None
         self._coef: np.ndarray | None = None
         self._intercept: float | None = None
+        self._center: np.ndarray | None = None  # the meta-features' standardisation, per chosen member
+        self._scale: np.ndarray | None = None
         self._chosen: list[str] | None = None  # the members that answer, in `members` order
         self._info: dict[str, Any] | None = None
         self.meta_features: np.ndarray | None = None  # out-of-fold member answers of the last fit (not saved)
@@ -240,9 +251,17 @@ class StackedEnsemble(CalibratedVerifier):
             held = [problems[i] for i in held_out]
             for j, member in enumerate(self._new_members(classes, self.members)):
                 member.fit(part, seed=seed)
-                meta[held_out, j] = [a.value for a in member.predict(held)]
+                meta[held_out, j] = self._member_values(member, held)
         if np.isnan(meta).any():
             raise HarnessError(f"{self.name}: a member gave NaN answers on held-out training problems")
+        self.meta_features = meta
+        center, scale = np.zeros(meta.shape[1]), np.ones(meta.shape[1])
+        if self.member_values == "scores":
+            # the members' scores live on their own scales (a cosine, a distance, a probability): standardised,
+            # one L2 penalty treats the members alike (answers, all on [0, 1], stay as they are)
+            center, scale = meta.mean(axis=0), meta.std(axis=0)
+            scale[scale == 0] = 1.0
+        meta = (meta - center) / scale
 
         order, trail = list(range(len(classes))), []
         if self.select == "cv":
@@ -262,16 +281,27 @@ class StackedEnsemble(CalibratedVerifier):
         for member in systems:
             member.fit(train, seed=seed)
 
+        from harness.metrics.verification import auc
+
         measure = objective_function("auc_x_c_at_1")
         self._systems, self._chosen = systems, chosen
         self._coef, self._intercept, self._band = coef, intercept, band
-        self.meta_features = meta
+        self._center, self._scale = center[columns], scale[columns]
         self._info = fold_info | {
-            "member_oof_auc_x_c_at_1": {n: measure(labels, meta[:, j]) for j, n in enumerate(self.members)},
+            "member_oof_auc": {n: auc(labels, self.meta_features[:, j]) for j, n in enumerate(self.members)},
             "chosen": chosen,
             "selection": [[self.members[j], value] for j, value in zip(order[: len(trail)], trail, strict=True)],
             "meta_auc_x_c_at_1": measure(labels, band.apply(meta_scores)),
         }
+
+    def _member_values(self, member: Any, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """A member's meta-features: its scores before its band (`member_values="scores"`), or its answers.
+
+        A member that has no `scores` (not a `CalibratedVerifier`) gives its answers either way.
+        """
+        if self.member_values == "scores" and hasattr(member, "scores"):
+            return np.asarray(member.scores(problems), dtype=np.float64)
+        return np.array([answer.value for answer in member.predict(problems)], dtype=np.float64)
 
     def _new_members(self, classes: Sequence[Any], names: Sequence[str]) -> list[Any]:
         """Fresh, unfitted members, each built with its `member_params` (defaults for the rest)."""
@@ -299,14 +329,23 @@ class StackedEnsemble(CalibratedVerifier):
             return np.array([answer.value for answer in self._systems[0].predict(problems)], dtype=np.float64)
         return super().answer_values(problems)
 
+    def scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """The meta-model's probabilities before the band; where one member was chosen, that member's values."""
+        self._check_fitted()
+        assert self._systems is not None
+        if len(self._systems) == 1:
+            return self._member_values(self._systems[0], problems)
+        return self.raw_scores(problems)
+
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """The meta-model's probability of "same author", before the band."""
         self._check_fitted()
         assert self._systems is not None and self._coef is not None and self._intercept is not None
         if not problems:
             return np.zeros(0)
-        x = np.column_stack([[a.value for a in member.predict(problems)] for member in self._systems])
-        return _sigmoid(x @ self._coef + self._intercept)
+        assert self._center is not None and self._scale is not None
+        x = np.column_stack([self._member_values(member, problems) for member in self._systems])
+        return _sigmoid((x - self._center) / self._scale @ self._coef + self._intercept)
 
     def save(self, directory: Path) -> None:
         """Meta-model and band here (config.json, weights.safetensors); each chosen member in members/<name>/."""
@@ -320,7 +359,8 @@ class StackedEnsemble(CalibratedVerifier):
         assert self._coef is not None
         state = {"members": list(self.members), "chosen": self._chosen, "intercept": self._intercept}
         state |= self.band_state() | {"info": self._info}
-        return state, {"coef": self._coef}
+        assert self._center is not None and self._scale is not None
+        return state, {"coef": self._coef, "center": self._center, "scale": self._scale}
 
     def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
         """The meta-model from this checkpoint, each chosen member from its own in members/<name>/."""
@@ -335,6 +375,10 @@ class StackedEnsemble(CalibratedVerifier):
         if coef.shape != (len(chosen),):
             raise ValueError(f"coef has shape {coef.shape}, expected ({len(chosen)},)")
         self._coef, self._intercept, self._chosen = coef, float(state["intercept"]), chosen
+        if "center" not in arrays:  # written before members' scores were read: the meta-model reads answers
+            self.member_values = "answers"
+        self._center = np.asarray(arrays.get("center", np.zeros(len(chosen))), dtype=np.float64)
+        self._scale = np.asarray(arrays.get("scale", np.ones(len(chosen))), dtype=np.float64)
         self._info = state.get("info")
         systems = []
         for name in chosen:

@@ -175,6 +175,17 @@ class CalibratedVerifier:
         """One answer per problem: its raw score calibrated. A verifier with several bands picks each problem's."""
         return self.calibrate(self.raw_scores(problems))
 
+    def scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """The scores the band cuts (the probability map of the raw scores): what a model over this verifier reads.
+
+        Unlike the answers they keep their order inside the band, where every answer is 0.5. A verifier with
+        several bands has no one such score and gives its answers (`answer_values`) instead.
+        """
+        self._check_fitted()
+        if type(self).answer_values is not CalibratedVerifier.answer_values:
+            return self.answer_values(problems)
+        return self.probabilities(self.raw_scores(problems))
+
     def _check_fitted(self) -> None:
         if any(getattr(self, attribute) is None for attribute in self.FITTED):
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() before predicting")

@@ -206,6 +206,65 @@ def test_where_no_member_beats_chance_every_member_stays() -> None:
         del registry.SYSTEMS["wrong_way"], registry.SYSTEMS["wrong_way_too"]
 
 
+class BandedMember(RecordingMember):
+    """A fake calibrated member: a score from the text lengths, and answers that are 0.5 over its middle half."""
+
+    name: ClassVar[str] = "banded"
+
+    def scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        return np.array([len(p.unknown) / 400 for p in problems])
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        values = self.scores(problems)
+        banded = np.where((values > 0.3) & (values < 0.5), 0.5, values)
+        return [Answer(p.id, float(v)) for p, v in zip(problems, banded, strict=True)]
+
+
+@pytest.mark.parametrize("member_values", ["scores", "answers"])
+def test_meta_features_are_the_members_scores_before_their_bands(
+    recorder: type[RecordingMember], member_values: str, tmp_path: Path
+) -> None:
+    """Issue 27: a member's answers are 0.5 all over its band, and the meta-model lost their order there. It reads
+    the members' scores now (standardised), and their answers only with `member_values="answers"` or where a
+    member has no scores (the recorder); the checkpoint keeps the standardisation."""
+    registry.SYSTEMS["banded"] = registry.Entry(f"{__name__}:BandedMember", "test fake")
+    try:
+        data = _toy_data(40)
+        system = StackedEnsemble(members=("banded", "recorder"), folds=4, select="all", member_values=member_values)
+        system.fit(data, seed=0)
+        member = BandedMember()
+        expected = member.scores(data.problems) if member_values == "scores" else member.predict(data.problems)
+        assert system.meta_features is not None
+        values = expected if member_values == "scores" else [a.value for a in expected]
+        assert np.array_equal(system.meta_features[:, 0], np.asarray(values, dtype=np.float64))
+        assert ((system.meta_features[:, 0] == 0.5).sum() > 5) == (member_values == "answers")
+        standardised = member_values == "scores"
+        assert np.allclose(system._center, system.meta_features.mean(axis=0) if standardised else 0.0)
+        assert np.allclose(system._scale, system.meta_features.std(axis=0) if standardised else 1.0)
+        system.save(tmp_path / "c")
+        loaded = StackedEnsemble.load(tmp_path / "c")
+        assert loaded.predict(data.problems) == system.predict(data.problems)
+        assert np.array_equal(loaded.scores(data.problems), system.raw_scores(data.problems))
+    finally:
+        del registry.SYSTEMS["banded"]
+
+
+def test_a_checkpoint_written_before_scores_were_read_reads_answers(tmp_path: Path) -> None:
+    """Checkpoints written before `member_values` existed hold a meta-model over the members' answers."""
+    data = _toy_data()
+    system = StackedEnsemble(members=("length_ratio", "cngdist"), member_params={}, folds=3, select="all",
+                             member_values="answers")  # fmt: skip
+    system.fit(data, seed=0)
+    system.save(tmp_path / "new")
+    params, state, arrays = load_checkpoint(tmp_path / "new", system="stacked")
+    del params["member_values"], arrays["center"], arrays["scale"]
+    save_checkpoint(tmp_path / "old", system="stacked", params=params, state=state, arrays=arrays)
+    shutil.copytree(tmp_path / "new" / "members", tmp_path / "old" / "members")
+    old = StackedEnsemble.load(tmp_path / "old")
+    assert old.params()["member_values"] == "answers"
+    assert old.predict(data.problems) == system.predict(data.problems)
+
+
 def test_a_checkpoint_written_before_selection_loads_with_every_member(tmp_path: Path) -> None:
     """Checkpoints written before `select` existed hold no "chosen": every member answered, and still does."""
     data = _toy_data()
@@ -235,6 +294,8 @@ def test_parameters_and_errors(tmp_path: Path) -> None:
         StackedEnsemble(folds=1)
     with pytest.raises(ValueError, match="select must be one of cv, all"):
         StackedEnsemble(select="best")
+    with pytest.raises(ValueError, match="member_values must be one of scores, answers"):
+        StackedEnsemble(member_values="ranks")
     with pytest.raises(HarnessError, match="unknown system"):
         StackedEnsemble(members=("nope",)).fit(_toy_data(), seed=0)
     with pytest.raises(HarnessError, match="not fitted"):
@@ -295,7 +356,8 @@ def test_the_band_is_fitted_on_the_scale_of_the_meta_model_that_answers(tmp_path
     system.fit(train, seed=0)
     labels = training_labels(train)
     columns = [system.members.index(name) for name in system.info["chosen"]]
-    answering = _sigmoid(system.meta_features[:, columns] @ system._coef + system._intercept)
+    standardised = (system.meta_features[:, columns] - system._center) / system._scale
+    answering = _sigmoid(standardised @ system._coef + system._intercept)
     assert system.band == system.fit_band(train, answering, labels)
     answers = system.band.apply(answering)
     assert (answers < 0.5).any() and (answers > 0.5).any()  # both classes on the training problems' scale

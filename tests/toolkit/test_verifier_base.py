@@ -80,6 +80,23 @@ def test_a_verifier_written_on_the_base_fits_saves_loads_and_answers_alike(sampl
     assert loaded.predict([]) == []
 
 
+def test_scores_are_what_the_band_cuts_and_keep_their_order_inside_it(sample) -> None:
+    """`scores`, read by a model over verifiers (stacked), is the probability map of the raw scores: where the
+    answers tie at 0.5 inside the band, the scores still differ."""
+    test = sample[1].problems
+    fitted = WordOverlap(grid_step=0.05)
+    fitted.fit(sample[0], seed=0)
+    fitted._band = type(fitted.band)(0.1, 0.16)  # wide enough to hold several of the 8 test problems
+    scores = fitted.scores(test)
+    assert np.array_equal(scores, fitted.probabilities(fitted.raw_scores(test)))
+    answers = np.array([a.value for a in fitted.predict(test)])
+    inside = answers == NO_ANSWER
+    assert np.array_equal(answers, fitted.band.apply(scores))
+    assert len(set(scores[inside])) == inside.sum() > 1
+    with pytest.raises(HarnessError, match="not fitted"):
+        WordOverlap().scores(test)
+
+
 def test_a_band_with_no_width_never_abstains(sample) -> None:
     train, test = sample
     system = WordOverlap(grid_step=0.05)
