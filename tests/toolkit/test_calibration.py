@@ -216,6 +216,22 @@ def test_cross_fitted_scores_drop_problems_sharing_a_text_when_groups_are_too_fe
         assert shared_texts([problems[i] for i in train], [problems[i] for i in held_out]) == 0
 
 
+def test_one_dominant_text_group_gives_way_to_folds_that_drop_only_the_shared_problems() -> None:
+    """Issue 27: on CMCC pairs one text-connected group held 180 of 200 training problems, and its fold's model was
+    fitted on the other 20. Here a chain of 60 and five lone problems: held out whole, the chain leaves its fold 5
+    training problems; dropping only the problems that share a text with each held-out part leaves many more."""
+    problems = _problems_with_groups([60, 1, 1, 1, 1, 1])
+    folds, info = cross_fitted_folds(problems, k=5, seed=0)
+    assert info["grouping"] == "drop-shared" and info["groups"] == 6 and info["dropped"] > 0
+    assert min(len(train) for train, _ in folds) > 20
+    assert sorted(i for _, held_out in folds for i in held_out) == list(range(len(problems)))
+    for train, held_out in folds:
+        assert shared_texts([problems[i] for i in train], [problems[i] for i in held_out]) == 0
+    # groups of like size keep the whole-group folds, which drop nothing
+    _, balanced = cross_fitted_folds(_problems_with_groups([12, 12, 12, 12, 12]), k=5, seed=0)
+    assert balanced["grouping"] == "text-disjoint"
+
+
 def test_cross_fitted_folds_refuse_a_fold_left_without_training_problems() -> None:
     problems = [VerificationProblem(f"p{i}", ("the one shared text", f"unknown {i}")) for i in range(10)]
     with pytest.raises(HarnessError, match="fold 1 of 5.*shares a text"):
