@@ -224,9 +224,9 @@ class BandedMember(RecordingMember):
 def test_meta_features_are_the_members_scores_before_their_bands(
     recorder: type[RecordingMember], member_values: str, tmp_path: Path
 ) -> None:
-    """Issue 27: a member's answers are 0.5 all over its band, and the meta-model lost their order there. It reads
-    the members' scores now (standardised), and their answers only with `member_values="answers"` or where a
-    member has no scores (the recorder); the checkpoint keeps the standardisation."""
+    """Issue 27: a member's answers are 0.5 all over its band, and the meta-model loses their order there. With
+    `member_values="scores"` it reads the members' scores (standardised) instead, and their answers where a member
+    has no scores (the recorder); the checkpoint keeps the standardisation. Answers stay the default."""
     registry.SYSTEMS["banded"] = registry.Entry(f"{__name__}:BandedMember", "test fake")
     try:
         data = _toy_data(40)
@@ -282,6 +282,7 @@ def test_a_checkpoint_written_before_selection_loads_with_every_member(tmp_path:
 
 def test_parameters_and_errors(tmp_path: Path) -> None:
     assert StackedEnsemble(members="cngdist, compressor").members == ("cngdist", "compressor")
+    assert StackedEnsemble().member_values == "answers"
     # the default forest for pair_features where it is a member, nothing otherwise
     assert StackedEnsemble().member_params == {"pair_features": {"trees": 200}}
     assert StackedEnsemble(members=("cngdist",)).member_params == {}
