@@ -25,7 +25,7 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    groups, author-disjoint where the truth names authors; text-disjoint only where author-disjoint folds leave a
    fold without training problems, as on CMCC's 7 training authors; `info["by"]` says which). For each fold,
    every member is built fresh (with its `member_params`), fitted on the other folds' problems only, and answers
-   the fold's problems: the out-of-fold member scores are the meta-features.
+   the fold's problems: these out-of-fold answers (or scores) are the meta-features.
 2. Which members answer is chosen on these out-of-fold meta-features (`select="cv"`, the default): forward selection
    (Caruana et al. 2004, "Ensemble selection from libraries of models") adds, one at a time, the member that most
    raises the meta-model's cross-validated AUC (a meta-model fitted on the other folds' rows, its AUC on each
@@ -41,7 +41,7 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    that answers, gives the out-of-fold meta-features: the scale it answers on. (Fitted on the fold meta-models'
    out-of-fold scores before, it sat on another scale: on the forum cross-kind set every test score fell inside
    the band, every answer one class or no answer. The meta-model has one weight per member and an intercept, so
-   scoring its own training meta-features is nearly out of sample; the members' scores in them are.) With one
+   scoring its own training meta-features is nearly out of sample; the members' values in them are.) With one
    member chosen, meta-model and band are still fitted, kept and reported (`info["meta_auc_x_c_at_1"]`), but the
    member answers.
 5. Every chosen member is refitted on all training problems; these answer at prediction time.
@@ -223,7 +223,7 @@ class StackedEnsemble(CalibratedVerifier):
         self._scale: np.ndarray | None = None
         self._chosen: list[str] | None = None  # the members that answer, in `members` order
         self._info: dict[str, Any] | None = None
-        self.meta_features: np.ndarray | None = None  # out-of-fold member answers of the last fit (not saved)
+        self.meta_features: np.ndarray | None = None  # out-of-fold member values of the last fit (not saved)
 
     @property
     def info(self) -> dict[str, Any] | None:
