@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from helpers.paths import REPO
 
-from harness.metrics.verification import c_at_1_best_band
+from harness.metrics.verification import best_band_cuts, c_at_1_best_band
 
 sys.path.insert(0, str(REPO))
-from benchmarks.char_lm_calibration import best_band_cuts, bound_optimism, c_at_1_of_cuts  # noqa: E402
+from benchmarks.char_lm_calibration import bound_optimism, c_at_1_of_cuts  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -21,7 +21,11 @@ def test_best_band_cuts_find_the_harness_bound_and_reproduce_it(seed: int) -> No
     answers = np.clip(np.round(0.5 + 0.3 * (truth - 0.5) + rng.normal(0, 0.25, 60), 2), 0, 1)
     answers[rng.random(60) < 0.15] = 0.5  # some unanswered, which stay so
     value, a, b = best_band_cuts(truth, answers)
-    assert value == pytest.approx(c_at_1_best_band(truth, answers))
+    assert value == c_at_1_best_band(truth, answers)
+    # no pair of cuts does better: every pair, tried by brute force, scored by the benchmark's own c@1 of cuts
+    points = np.r_[-np.inf, np.unique(answers[answers != 0.5]) + 1e-9, np.inf]
+    brute = max(c_at_1_of_cuts(truth, answers, lo, hi) for lo in points for hi in points if lo <= hi)
+    assert value == pytest.approx(brute)
     assert a <= b
     assert c_at_1_of_cuts(truth, answers, a, b) == pytest.approx(value)
 

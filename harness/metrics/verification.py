@@ -185,15 +185,24 @@ def c_at_1_best_band(truth: Sequence[Any] | np.ndarray, scores: Sequence[float] 
     is one of the cuts, so this is never below `c_at_1`; the difference is the calibration gap, what a
     band fitted on other data lost (issue 12). It is chosen on the truth it is scored on: a bound, not a result.
     """
+    return best_band_cuts(truth, scores)[0]
+
+
+def best_band_cuts(
+    truth: Sequence[Any] | np.ndarray, scores: Sequence[float] | np.ndarray
+) -> tuple[float, float, float]:
+    """`c_at_1_best_band` and where its cuts (a, b) fall, midway between neighbouring answered values (-inf or
+    inf past the ends), so that the band can be scored on other answers (benchmarks/char_lm_calibration.py)."""
     y, s = _as_arrays(truth, scores)
     n = float(s.size)
     answered = s != NO_ANSWER
     n_u0 = float(np.count_nonzero(~answered))
     values, labels = s[answered], y[answered]
     if values.size == 0:
-        return 0.0
+        return 0.0, np.inf, np.inf
     # groups of equal values, in increasing order: a cut falls between groups, never inside one
     distinct, group = np.unique(values, return_inverse=True)
+    cuts = np.r_[-np.inf, (distinct[:-1] + distinct[1:]) / 2, np.inf]
     positives = np.bincount(group, weights=labels.astype(np.float64), minlength=distinct.size)
     sizes = np.bincount(group, minlength=distinct.size).astype(np.float64)
     negatives = sizes - positives
@@ -201,9 +210,12 @@ def c_at_1_best_band(truth: Sequence[Any] | np.ndarray, scores: Sequence[float] 
     neg_below = np.r_[0.0, np.cumsum(negatives)]
     pos_from = np.r_[np.cumsum(positives[::-1])[::-1], 0.0]
     size_below = np.r_[0.0, np.cumsum(sizes)]
-    best = 0.0
+    best = (0.0, np.inf, np.inf)
     for i in range(distinct.size + 1):
         n_c = neg_below[i] + pos_from[i:]
         n_u = n_u0 + size_below[i:] - size_below[i]
-        best = max(best, float(np.max((n_c + n_u * n_c / n) / n)))
+        value = (n_c + n_u * n_c / n) / n
+        j = int(np.argmax(value))  # the first of equal values
+        if float(value[j]) > best[0]:
+            best = (float(value[j]), float(cuts[i]), float(cuts[i + j]))
     return best
