@@ -44,7 +44,15 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    scoring its own training meta-features is nearly out of sample; the members' values in them are.) With one
    member chosen, meta-model and band are still fitted, kept and reported (`info["meta_auc_x_c_at_1"]`), but the
    member answers.
-5. Every chosen member is refitted on all training problems; these answer at prediction time.
+5. Who answers at prediction time (`answerers`). "refit": every chosen member is refitted on all training
+   problems, and these answer. "folds" (the k-fold stacking recipe that averages the fold models' test
+   predictions): nothing is refitted; each fold's chosen members, the models whose out-of-fold values the
+   meta-model and its band were fitted on, answer every test problem, and their values are averaged over the
+   folds before the meta-model reads them. A refitted member has seen more
+   problems than a fold member, so its values need not be on the scale the band was fitted on; the fold members'
+   are, at the cost of each having seen fewer problems, and `folds` times the members' prediction time. With
+   "folds" the meta-model and its band answer even where one member was chosen (step 2): the average over folds
+   of a member's answers is no longer one of its banded answers.
 
 Defaults (ours; see above): `members` = cngdist, compressor, pair_features, tfidf, the fast ones among this
 harness's verifiers (each under a minute for one fit + predict on PAN14 essays); they are the candidates the
@@ -88,9 +96,11 @@ from toolkit.verifier import CalibratedVerifier, check_folds, require_both_class
 DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "tfidf")
 SELECTIONS = ("cv", "all")
 MEMBER_VALUES = ("scores", "answers")
+ANSWERERS = ("refit", "folds")
 # pair_features as its forest: chosen over the single tree on out-of-fold AUC of training problems only
 DEFAULT_MEMBER_PARAMS: dict[str, dict[str, Any]] = {"pair_features": {"trees": 200}}
 MEMBERS_FOLDER = "members"
+FOLD_FOLDER = "fold-{}"  # members/fold-<i>/<name>/: fold i's members, where the fold members answer
 
 
 def _member_class(name: str) -> Any:
@@ -192,6 +202,7 @@ class StackedEnsemble(CalibratedVerifier):
         objective: str = "task",
         select: str = "cv",
         member_values: str = "answers",
+        answerers: str = "refit",
     ) -> None:
         if isinstance(members, str):  # `--param members=cngdist,compressor`
             members = [m.strip() for m in members.split(",") if m.strip()]
@@ -213,10 +224,14 @@ class StackedEnsemble(CalibratedVerifier):
             raise ValueError(f"select must be one of {', '.join(SELECTIONS)}, got {select!r}")
         if member_values not in MEMBER_VALUES:
             raise ValueError(f"member_values must be one of {', '.join(MEMBER_VALUES)}, got {member_values!r}")
+        if answerers not in ANSWERERS:
+            raise ValueError(f"answerers must be one of {', '.join(ANSWERERS)}, got {answerers!r}")
         if not meta_c > 0:
             raise ValueError(f"meta_c must be positive, got {meta_c!r}")
         super().__init__(locals())
-        self._systems: list[Any] | None = None
+        # the members that answer: one group (the chosen members refitted on all training problems) or, with
+        # answerers="folds", one group per fold (the chosen members fitted on that fold's training part)
+        self._systems: list[list[Any]] | None = None
         self._coef: np.ndarray | None = None
         self._intercept: float | None = None
         self._center: np.ndarray | None = None  # the meta-features' standardisation, per chosen member
@@ -250,10 +265,12 @@ class StackedEnsemble(CalibratedVerifier):
             fold_info["by"] = "texts (author-disjoint folds leave a fold without training problems)"
 
         meta = np.full((len(problems), len(classes)), np.nan)
+        fold_members = []
         for fit_on, held_out in folds:
             part = _subset(train, fit_on)
             held = [problems[i] for i in held_out]
-            for j, member in enumerate(self._new_members(classes, self.members)):
+            fold_members.append(self._new_members(classes, self.members))
+            for j, member in enumerate(fold_members[-1]):
                 member.fit(part, seed=seed)
                 meta[held_out, j] = self._member_values(member, held)
         if np.isnan(meta).any():
@@ -281,19 +298,24 @@ class StackedEnsemble(CalibratedVerifier):
         meta_scores = _sigmoid(meta[:, columns] @ coef + intercept)
         band = self.fit_band(train, meta_scores, labels)
 
-        systems = self._new_members([classes[j] for j in columns], chosen)
-        for member in systems:
-            member.fit(train, seed=seed)
+        if self.answerers == "folds":
+            # the models that made the meta-features answer, so test meta-features are on their scale
+            groups = [[members[j] for j in columns] for members in fold_members]
+        else:
+            groups = [self._new_members([classes[j] for j in columns], chosen)]
+            for member in groups[0]:
+                member.fit(train, seed=seed)
 
         from harness.metrics.verification import auc
 
         measure = objective_function("auc_x_c_at_1")
-        self._systems, self._chosen = systems, chosen
+        self._systems, self._chosen = groups, chosen
         self._coef, self._intercept, self._band = coef, intercept, band
         self._center, self._scale = center[columns], scale[columns]
         self._info = fold_info | {
             "member_oof_auc": {n: auc(labels, self.meta_features[:, j]) for j, n in enumerate(self.members)},
             "chosen": chosen,
+            "answerers": self.answerers,
             "selection": [[self.members[j], value] for j, value in zip(order[: len(trail)], trail, strict=True)],
             "meta_auc_x_c_at_1": measure(labels, band.apply(meta_scores)),
         }
@@ -326,20 +348,33 @@ class StackedEnsemble(CalibratedVerifier):
             return model.coef_[0].astype(np.float64), float(model.intercept_[0])
         return _non_negative_logistic(x, y, self.meta_c)
 
-    def answer_values(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
-        """The meta-model's answers; where one member was chosen, that member's own answers (see step 3 above)."""
+    def _answers_as_lone_member(self) -> bool:
+        """Whether one refitted member answers for the ensemble (one chosen; step 3 above)."""
         assert self._systems is not None
-        if len(self._systems) == 1:
-            return np.array([answer.value for answer in self._systems[0].predict(problems)], dtype=np.float64)
+        return self.answerers == "refit" and len(self._systems[0]) == 1
+
+    def answer_values(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """The meta-model's answers; where one refitted member was chosen, that member's own (step 3 above)."""
+        self._check_fitted()
+        assert self._systems is not None
+        if self._answers_as_lone_member():
+            return np.array([answer.value for answer in self._systems[0][0].predict(problems)], dtype=np.float64)
         return super().answer_values(problems)
 
     def scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
-        """The meta-model's probabilities before the band; where one member was chosen, that member's values."""
+        """The meta-model's probabilities before the band; where one refitted member answers, its values."""
         self._check_fitted()
         assert self._systems is not None
-        if len(self._systems) == 1:
-            return self._member_values(self._systems[0], problems)
+        if self._answers_as_lone_member():
+            return self._member_values(self._systems[0][0], problems)
         return self.raw_scores(problems)
+
+    def member_matrix(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """The chosen members' values (a column each), averaged over the answering groups (one per fold or one)."""
+        assert self._systems is not None
+        return np.mean(
+            [np.column_stack([self._member_values(m, problems) for m in group]) for group in self._systems], axis=0
+        )
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """The meta-model's probability of "same author", before the band."""
@@ -348,20 +383,32 @@ class StackedEnsemble(CalibratedVerifier):
         if not problems:
             return np.zeros(0)
         assert self._center is not None and self._scale is not None
-        x = np.column_stack([self._member_values(member, problems) for member in self._systems])
+        x = self.member_matrix(problems)
         return _sigmoid((x - self._center) / self._scale @ self._coef + self._intercept)
 
     def save(self, directory: Path) -> None:
-        """Meta-model and band here (config.json, weights.safetensors); each chosen member in members/<name>/."""
+        """Meta-model and band here (config.json, weights.safetensors); each chosen member in members/<name>/.
+
+        With answerers="folds", fold i's chosen members are in members/fold-<i>/<name>/.
+        """
         # the members go in after: save_checkpoint replaces the whole folder
         super().save(directory)
         assert self._systems is not None and self._chosen is not None
-        for name, member in zip(self._chosen, self._systems, strict=True):
-            member.save(Path(directory) / MEMBERS_FOLDER / name)
+        for folder, group in zip(self._group_folders(Path(directory), len(self._systems)), self._systems, strict=True):
+            for name, member in zip(self._chosen, group, strict=True):
+                member.save(folder / name)
+
+    def _group_folders(self, directory: Path, groups: int) -> list[Path]:
+        """Where each of the `groups` answering groups is saved: members/, or members/fold-<i>/ per fold."""
+        if self.answerers == "refit":
+            return [directory / MEMBERS_FOLDER]
+        return [directory / MEMBERS_FOLDER / FOLD_FOLDER.format(i) for i in range(groups)]
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         assert self._coef is not None
+        assert self._systems is not None
         state = {"members": list(self.members), "chosen": self._chosen, "intercept": self._intercept}
+        state["answering_groups"] = len(self._systems)
         state |= self.band_state() | {"info": self._info}
         assert self._center is not None and self._scale is not None
         return state, {"coef": self._coef, "center": self._center, "scale": self._scale}
@@ -384,10 +431,15 @@ class StackedEnsemble(CalibratedVerifier):
         self._center = np.asarray(arrays.get("center", np.zeros(len(chosen))), dtype=np.float64)
         self._scale = np.asarray(arrays.get("scale", np.ones(len(chosen))), dtype=np.float64)
         self._info = state.get("info")
-        systems = []
-        for name in chosen:
-            folder = where.parent / MEMBERS_FOLDER / name
-            if not folder.is_dir():
-                raise HarnessError(f"{folder}: member checkpoint missing")
-            systems.append(_member_class(name).load(folder))
-        self._systems = systems
+        if "answering_groups" not in state:  # written before the fold members could answer: refitted members did
+            self.answerers = "refit"
+        groups = []
+        for group_folder in self._group_folders(where.parent, int(state.get("answering_groups", 1))):
+            group = []
+            for name in chosen:
+                folder = group_folder / name
+                if not folder.is_dir():
+                    raise HarnessError(f"{folder}: member checkpoint missing")
+                group.append(_member_class(name).load(folder))
+            groups.append(group)
+        self._systems = groups

@@ -107,6 +107,36 @@ def test_meta_features_come_from_members_that_did_not_see_the_problem(
     assert loaded.params() == system.params()
 
 
+def test_with_answerers_folds_the_fold_members_answer_and_nothing_is_refitted(
+    recorder: type[RecordingMember], tmp_path: Path
+) -> None:
+    """Issue 27: the members refitted on all problems need not answer on the scale of the fold members whose
+    out-of-fold values the meta-model and its band were fitted on. With answerers="folds" the fold members answer
+    (their values averaged), nothing is refitted, and the checkpoint keeps each fold's members."""
+    data = _toy_data()
+    system = StackedEnsemble(members=("recorder", "length_ratio"), folds=4, select="all", answerers="folds")
+    system.fit(data, seed=0)
+    log = recorder.log
+    assert len(log) == 4  # one member per fold, none refitted
+    assert system.info is not None and system.info["answerers"] == "folds"
+    test = _toy_data(30).problems[24:]  # problems none of them was fitted on
+    values = [[(len(p.unknown) % 97 + serial) / 200 for p in test] for serial in range(4)]
+    assert np.allclose(system.member_matrix(test)[:, 0], np.mean(values, axis=0))
+    assert system._center is not None and system._scale is not None and system._coef is not None
+    expected = 1 / (1 + np.exp(-((system.member_matrix(test) - system._center) / system._scale @ system._coef
+                                 + system._intercept)))  # fmt: skip
+    assert np.allclose(system.raw_scores(test), expected)
+    assert len(log) == 4  # predicting builds no member
+    system.save(tmp_path / "c")
+    saved = sorted(p.relative_to(tmp_path / "c" / "members").as_posix() for p in (tmp_path / "c").glob("members/*/*"))
+    assert saved == [f"fold-{i}/{name}" for i in range(4) for name in ("length_ratio", "recorder")]
+    loaded = StackedEnsemble.load(tmp_path / "c")
+    assert loaded.params()["answerers"] == "folds"
+    assert loaded.predict(test) == system.predict(test)
+    with pytest.raises(ValueError, match="answerers must be one of refit, folds"):
+        StackedEnsemble(answerers="all")
+
+
 def test_non_negative_meta_model_matches_sklearn_where_unconstrained_weights_are_positive() -> None:
     from sklearn.linear_model import LogisticRegression
 
@@ -169,7 +199,7 @@ def test_only_chosen_members_answer_and_are_saved(recorder: type[RecordingMember
         assert system.info is not None and system.info["chosen"] == ["truth"]
         assert system.info["selection"] == [["truth", 1.0]]
         assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the chosen one only (both log)
-        assert system._systems is not None and [type(m).name for m in system._systems] == ["truth"]
+        assert system._systems is not None and [type(m).name for m in system._systems[0]] == ["truth"]
         system.save(tmp_path / "c")
         assert [p.name for p in (tmp_path / "c" / "members").iterdir()] == ["truth"]
         loaded = StackedEnsemble.load(tmp_path / "c")
@@ -258,10 +288,11 @@ def test_a_checkpoint_written_before_scores_were_read_reads_answers(tmp_path: Pa
     system.save(tmp_path / "new")
     params, state, arrays = load_checkpoint(tmp_path / "new", system="stacked")
     del params["member_values"], arrays["center"], arrays["scale"]
+    del params["answerers"], state["answering_groups"]  # and before the fold members could answer
     save_checkpoint(tmp_path / "old", system="stacked", params=params, state=state, arrays=arrays)
     shutil.copytree(tmp_path / "new" / "members", tmp_path / "old" / "members")
     old = StackedEnsemble.load(tmp_path / "old")
-    assert old.params()["member_values"] == "answers"
+    assert old.params()["member_values"] == "answers" and old.params()["answerers"] == "refit"
     assert old.predict(data.problems) == system.predict(data.problems)
 
 
@@ -317,11 +348,11 @@ def test_each_member_is_built_with_its_own_parameters(tmp_path: Path) -> None:
     assert system.params()["member_params"] == {"pair_features": {"trees": 3}}
     system.fit(_toy_data(), seed=0)
     assert system._systems is not None
-    assert [type(m).name for m in system._systems] == ["length_ratio", "pair_features"]
-    assert system._systems[1].trees == 3
+    assert [type(m).name for m in system._systems[0]] == ["length_ratio", "pair_features"]
+    assert system._systems[0][1].trees == 3
     system.save(tmp_path / "c")
     loaded = StackedEnsemble.load(tmp_path / "c")
-    assert loaded._systems is not None and loaded._systems[1].trees == 3
+    assert loaded._systems is not None and loaded._systems[0][1].trees == 3
     assert loaded.predict(_toy_data().problems) == system.predict(_toy_data().problems)
 
     with pytest.raises(ValueError, match="not members"):
