@@ -11,14 +11,13 @@ the answers (or scores) of its `members`, and its meta-model is a logistic regre
 problems. The overview's exact combination rule was not at hand when this was written, so the learned
 combination and the settings below are ours, not the paper's.
 
-A member's meta-feature is its answer (in [0, 1], 0.5 for "no answer"; `member_values="answers"`, the default)
-or its score before its own band (`CalibratedVerifier.scores`; `member_values="scores"`), standardised over the
-training problems. Scores keep the order that answers lose inside a member's band, but they are on the scale of the
-model that made them, and the out-of-fold ones (fold members, fitted on part of the training problems) need not be
-on the final members' scale: on the forum cross-kind set, seed 1, that shift put 4,828 of 5,000 test answers below
-the band (overall 0.406, AUC 0.602), though on CMCC scores gave the higher overall (0.616 against answers' 0.605
-with the earlier folds, seeds 0-2; benchmarks/README.md). A member's answers have passed its own band, fitted for
-its own scale, so the default stays with them.
+A member's meta-feature is its score before its own band (`CalibratedVerifier.scores`; `member_values="scores"`,
+the default), standardised over the training problems, or its answer (in [0, 1], 0.5 for "no answer";
+`member_values="answers"`). Scores keep the order that answers lose inside a member's band, but they are on the
+scale of the model that made them. So the models that made the out-of-fold meta-features are the ones that answer
+(`answerers="folds"`, the default; step 5). Scores read from members refitted on all problems moved off that scale:
+on the forum cross-kind set, seed 1, they put 4,828 of 5,000 test answers below the band (overall 0.406), where the
+fold members' scores give 0.624 (benchmarks/README.md, "stacked answering with its fold members").
 
 Fitting, so that nothing is fitted on scores of problems the scorer saw:
 1. The training problems are cut into `folds` folds (`toolkit.calibration.cross_fitted_folds`: text-disjoint
@@ -42,24 +41,28 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    out-of-fold scores before, it sat on another scale: on the forum cross-kind set every test score fell inside
    the band, every answer one class or no answer. The meta-model has one weight per member and an intercept, so
    scoring its own training meta-features is nearly out of sample; the members' values in them are.) With one
-   member chosen, meta-model and band are still fitted, kept and reported (`info["meta_auc_x_c_at_1"]`), but the
-   member answers.
-5. Who answers at prediction time (`answerers`). "refit": every chosen member is refitted on all training
-   problems, and these answer. "folds" (the k-fold stacking recipe that averages the fold models' test
-   predictions): nothing is refitted; each fold's chosen members, the models whose out-of-fold values the
-   meta-model and its band were fitted on, answer every test problem, and their values are averaged over the
-   folds before the meta-model reads them. A refitted member has seen more
-   problems than a fold member, so its values need not be on the scale the band was fitted on; the fold members'
-   are, at the cost of each having seen fewer problems, and `folds` times the members' prediction time. With
-   "folds" the meta-model and its band answer even where one member was chosen (step 2): the average over folds
-   of a member's answers is no longer one of its banded answers.
+   member chosen, meta-model and band are still fitted, kept and reported (`info["meta_auc_x_c_at_1"]`), and with
+   `answerers="refit"` the member answers.
+5. Who answers at prediction time (`answerers`). "folds" (the default; the k-fold stacking recipe that averages
+   the fold models' test predictions): nothing is refitted; each fold's chosen members, the models whose
+   out-of-fold values the meta-model and its band were fitted on, answer every test problem, and their values are
+   averaged over the folds before the meta-model reads them. A refitted member has seen more problems than a fold
+   member, so its values need not be on the scale the band was fitted on; the fold members' are, at the cost of
+   each having seen fewer problems, and `folds` times the members' prediction time. With "folds" the meta-model
+   and its band answer even where one member was chosen (step 2): the average over folds of a member's answers is
+   no longer one of its banded answers. "refit" (the default before issue 27's cross-fitting): every chosen member
+   is refitted on all training problems, and these answer. On the six verification sets of benchmarks/README.md
+   ("stacked answering with its fold members") the fold members with their scores scored above the refitted
+   members with their answers on five, and removed the forum set's one-class seeds (overall 0.624 ± 0.001 against
+   0.572 ± 0.065).
 
 Defaults (ours; see above): `members` = cngdist, compressor, pair_features, tfidf, the fast ones among this
 harness's verifiers (each under a minute for one fit + predict on PAN14 essays); they are the candidates the
 selection chooses from. `impostors` is left out: one fit + predict of it on PAN14 essays took 136-151 s on the
-loaded 2-core development VM (2026-11-23), stacking fits every member `folds` + 1 times (about 14 minutes for it
-alone), and it scored below pair_features there; `wccn` too (one fit on PAN14 essays took about 2 minutes, and a
-stacked fit makes 6), which `--param members=cngdist,compressor,pair_features,tfidf,wccn` adds. Logistic regression
+loaded 2-core development VM (2026-11-23), stacking fits every member `folds` times (one more with
+`answerers="refit"`: about 14 minutes for it alone then), and it scored below pair_features there; `wccn` too (one
+fit on PAN14 essays took about 2 minutes, and a stacked fit makes 5 or 6), which
+`--param members=cngdist,compressor,pair_features,tfidf,wccn` adds. Logistic regression
 with scikit-learn's L2 objective (C = 1) with its member weights held non-negative (`non_negative`, as in Breiman's
 "Stacked regressions", 1996): every member answers higher for "same author", so a negative weight only fits
 noise in the out-of-fold answers. Added after a run that showed it: on PAN15 English split into text-disjoint
@@ -201,8 +204,8 @@ class StackedEnsemble(CalibratedVerifier):
         grid_step: float = 0.01,
         objective: str = "task",
         select: str = "cv",
-        member_values: str = "answers",
-        answerers: str = "refit",
+        member_values: str = "scores",
+        answerers: str = "folds",
     ) -> None:
         if isinstance(members, str):  # `--param members=cngdist,compressor`
             members = [m.strip() for m in members.split(",") if m.strip()]

@@ -78,7 +78,7 @@ def test_meta_features_come_from_members_that_did_not_see_the_problem(
     recorder: type[RecordingMember], tmp_path: Path
 ) -> None:
     data = _toy_data()
-    system = StackedEnsemble(members=("recorder", "length_ratio"), folds=4, select="all")
+    system = StackedEnsemble(members=("recorder", "length_ratio"), folds=4, select="all", answerers="refit")
     system.fit(data, seed=0)
     log = recorder.log
     assert len(log) == 4 + 1  # a fresh member per fold, then one refitted on all problems
@@ -194,7 +194,7 @@ def test_only_chosen_members_answer_and_are_saved(recorder: type[RecordingMember
     registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
     try:
         data = _toy_data(40)
-        system = StackedEnsemble(members=("recorder", "truth"), folds=4)
+        system = StackedEnsemble(members=("recorder", "truth"), folds=4, answerers="refit")
         system.fit(data, seed=0)
         assert system.info is not None and system.info["chosen"] == ["truth"]
         assert system.info["selection"] == [["truth", 1.0]]
@@ -209,6 +209,32 @@ def test_only_chosen_members_answer_and_are_saved(recorder: type[RecordingMember
         assert system.predict(data.problems) == TruthMember.load(tmp_path / "c" / "members" / "truth").predict(
             data.problems
         )
+    finally:
+        del registry.SYSTEMS["truth"]
+
+
+def test_a_lone_chosen_member_answers_through_the_meta_model_when_fold_members_answer(
+    recorder: type[RecordingMember], tmp_path: Path
+) -> None:
+    """With answerers="folds" (the default) only the chosen member's fold copies are kept, and the meta-model and
+    its band answer over their averaged values: no refitted member exists to answer alone."""
+    registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
+    try:
+        data = _toy_data(40)
+        system = StackedEnsemble(members=("recorder", "truth"), folds=4)
+        system.fit(data, seed=0)
+        assert system.info is not None and system.info["chosen"] == ["truth"]
+        assert len(recorder.log) == 4 * 2  # both candidates in each fold (both log), nothing refitted
+        system.save(tmp_path / "c")
+        saved = sorted(
+            p.relative_to(tmp_path / "c" / "members").as_posix() for p in (tmp_path / "c").glob("members/*/*")
+        )
+        assert saved == [f"fold-{i}/truth" for i in range(4)]
+        answers = [a.value for a in system.predict(data.problems)]
+        assert np.allclose(answers, system.band.apply(system.raw_scores(data.problems)))
+        truth = [int(p.id[1:]) % 4 < 2 for p in data.problems]
+        assert all((a > 0.5) == same for a, same in zip(answers, truth, strict=True) if a != 0.5)
+        assert StackedEnsemble.load(tmp_path / "c").predict(data.problems) == system.predict(data.problems)
     finally:
         del registry.SYSTEMS["truth"]
 
@@ -283,7 +309,7 @@ def test_a_checkpoint_written_before_scores_were_read_reads_answers(tmp_path: Pa
     """Checkpoints written before `member_values` existed hold a meta-model over the members' answers."""
     data = _toy_data()
     system = StackedEnsemble(members=("length_ratio", "cngdist"), member_params={}, folds=3, select="all",
-                             member_values="answers")  # fmt: skip
+                             member_values="answers", answerers="refit")  # fmt: skip
     system.fit(data, seed=0)
     system.save(tmp_path / "new")
     params, state, arrays = load_checkpoint(tmp_path / "new", system="stacked")
@@ -313,7 +339,7 @@ def test_a_checkpoint_written_before_selection_loads_with_every_member(tmp_path:
 
 def test_parameters_and_errors(tmp_path: Path) -> None:
     assert StackedEnsemble(members="cngdist, compressor").members == ("cngdist", "compressor")
-    assert StackedEnsemble().member_values == "answers"
+    assert StackedEnsemble().member_values == "scores" and StackedEnsemble().answerers == "folds"
     # the default forest for pair_features where it is a member, nothing otherwise
     assert StackedEnsemble().member_params == {"pair_features": {"trees": 200}}
     assert StackedEnsemble(members=("cngdist",)).member_params == {}
@@ -335,7 +361,7 @@ def test_parameters_and_errors(tmp_path: Path) -> None:
     system = StackedEnsemble(members=("length_ratio",), folds=3)
     system.fit(_toy_data(), seed=0)
     system.save(tmp_path / "c")
-    shutil.rmtree(tmp_path / "c" / "members" / "length_ratio")
+    shutil.rmtree(tmp_path / "c" / "members" / "fold-1" / "length_ratio")
     with pytest.raises(HarnessError, match="member checkpoint missing"):
         StackedEnsemble.load(tmp_path / "c")
 
