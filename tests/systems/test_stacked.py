@@ -432,9 +432,12 @@ def test_the_band_is_fitted_on_the_scale_of_the_meta_model_that_answers(tmp_path
     assert (answers < 0.5).any() and (answers > 0.5).any()  # both classes on the training problems' scale
 
 
-def test_folds_keep_texts_apart_where_authors_cannot_be(tmp_path: Path, cmcc: Path) -> None:
+def test_folds_keep_texts_apart_where_authors_cannot_be(
+    tmp_path: Path, cmcc: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """CMCC's training split has 7 authors, each in many problems: no author-disjoint fold keeps a training problem,
-    and stacked refused the set. It now makes text-disjoint folds there, and says so."""
+    and stacked refused the set. It now makes text-disjoint folds there, says so in its info, and warns the user
+    that members which learn the training authors look better out of fold there than they are."""
     from harness.cli import main
     from tasks.pan.pan23 import Pan23Task
 
@@ -446,7 +449,9 @@ def test_folds_keep_texts_apart_where_authors_cannot_be(tmp_path: Path, cmcc: Pa
     assert built.exit_code == 0, built.output
     train = Pan23Task().load(tmp_path / "set", "train")
     system = StackedEnsemble(members=("cngdist", "compressor"), member_params={})
-    system.fit(train, seed=0)
+    with caplog.at_level("WARNING", logger="harness"):
+        system.fit(train, seed=0)
     assert system.info is not None and system.info["by"].startswith("texts (author-disjoint folds leave")
+    assert "folds keep texts apart but not authors" in caplog.text
     answers = [a.value for a in system.predict(Pan23Task().load(tmp_path / "set", "test").problems)]
     assert len(answers) == 40
