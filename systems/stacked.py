@@ -82,7 +82,8 @@ name to that member's parameters, e.g. `--param member_params.compressor.grid_st
 random-forest variant, which its docstring shows was preferred on training data alone); a `member_params`
 given replaces that default whole (`--param member_params={}`: every member with its own defaults).
 
-The checkpoint holds each chosen member's own checkpoint in `members/<name>/`, and the meta-model's coefficients
+The checkpoint holds each answering member's own checkpoint, in `members/fold-<i>/<name>/` for fold i's chosen
+members (`answerers="folds"`) or `members/<name>/` for the refitted ones, and the meta-model's coefficients
 (weights.safetensors) and band (config.json): no pickle.
 """
 
