@@ -45,12 +45,6 @@ from toolkit.style_space import (  # noqa: E402
 SHRINKAGES = (0.1, 0.3)
 
 
-def author_ids(names: list[str], offset: int = 0) -> np.ndarray:
-    """Integer labels for author names (first seen first), shifted by `offset` so that two lists never share one."""
-    table = {name: i for i, name in enumerate(dict.fromkeys(names))}
-    return np.array([offset + table[name] for name in names])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", type=Path, required=True, help="a forum set built by `harness pairs --from forum`")
@@ -85,10 +79,11 @@ def main() -> None:
     labels = np.array([test.truth[p.id].same for p in test.problems])
     train_z, post_z, test_z = basis.reduce(train_texts), basis.reduce(post_texts), basis.reduce(test_texts)
     train_a = np.asarray(train_authors)
+    post_a = np.unique(post_authors, return_inverse=True)[1] + train_a.max() + 1  # never a training author's label
     variants = {
         "train": (train_z, train_a),
-        "posts": (post_z, author_ids(post_authors)),
-        "train+posts": (np.vstack([train_z, post_z]), np.concatenate([train_a, author_ids(post_authors, 10**7)])),
+        "posts": (post_z, post_a),
+        "train+posts": (np.vstack([train_z, post_z]), np.concatenate([train_a, post_a])),
     }
     print("| whitening from | shrinkage | authors (2+ texts) | test AUC |\n|---|---:|---:|---:|")
     for name, (vectors, authors) in variants.items():

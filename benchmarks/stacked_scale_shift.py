@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from harness.metrics.verification import auc  # noqa: E402
-from systems.stacked import StackedEnsemble  # noqa: E402
+from systems.stacked import StackedEnsemble, _sigmoid  # noqa: E402
 from tasks.pan.classic import PanClassicTask  # noqa: E402
 
 
@@ -57,7 +57,7 @@ def main() -> None:
     print("|---|---|---|---:|---:|---:|---:|")
     for name, values, labels in rows:
         standard = (values - stacked._center) / stacked._scale
-        scores = 1.0 / (1.0 + np.exp(-(standard @ stacked._coef + stacked._intercept)))
+        scores = _sigmoid(standard @ stacked._coef + stacked._intercept)
         below, above = (scores < band.p1).mean(), (scores > band.p2).mean()
         print(
             f"| {name} | {' / '.join(f'{m:+.2f}' for m in standard.mean(axis=0))} | "
