@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from harness.metrics.verification import auc  # noqa: E402
-from systems.stacked import StackedEnsemble, _sigmoid  # noqa: E402
+from systems.stacked import StackedEnsemble  # noqa: E402
 from tasks.pan.classic import PanClassicTask  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     stacked = StackedEnsemble()
     stacked.fit(train, seed=args.seed)
     assert stacked.meta_features is not None and stacked._systems is not None and stacked._band is not None
-    assert stacked._center is not None and stacked._scale is not None and stacked._coef is not None
+    assert stacked._coef is not None
     band = stacked._band
     print(f"chosen {stacked._chosen}, band [{band.p1}, {band.p2}], weights {np.round(stacked._coef, 2)}")
 
@@ -56,8 +56,8 @@ def main() -> None:
     print("| values | mean per member (sd units) | sd per member | below band | in band | above band | AUC |")
     print("|---|---|---|---:|---:|---:|---:|")
     for name, values, labels in rows:
-        standard = (values - stacked._center) / stacked._scale
-        scores = _sigmoid(standard @ stacked._coef + stacked._intercept)
+        standard = stacked.standardised(values)
+        scores = stacked.meta_probability(values)
         below, above = (scores < band.p1).mean(), (scores > band.p2).mean()
         print(
             f"| {name} | {' / '.join(f'{m:+.2f}' for m in standard.mean(axis=0))} | "

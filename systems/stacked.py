@@ -397,12 +397,19 @@ class StackedEnsemble(CalibratedVerifier):
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """The meta-model's probability of "same author", before the band."""
         self._check_fitted()
-        assert self._systems is not None and self._coef is not None and self._intercept is not None
         if not problems:
             return np.zeros(0)
+        return self.meta_probability(self.member_matrix(problems))
+
+    def standardised(self, values: np.ndarray) -> np.ndarray:
+        """Chosen members' values (a column each) on the scale the meta-model was fitted on."""
         assert self._center is not None and self._scale is not None
-        x = self.member_matrix(problems)
-        return _sigmoid((x - self._center) / self._scale @ self._coef + self._intercept)
+        return (values - self._center) / self._scale
+
+    def meta_probability(self, values: np.ndarray) -> np.ndarray:
+        """The meta-model's probability of "same author" for the chosen members' values (a column each)."""
+        assert self._coef is not None and self._intercept is not None
+        return _sigmoid(self.standardised(values) @ self._coef + self._intercept)
 
     def save(self, directory: Path) -> None:
         """Meta-model and band here (config.json, weights.safetensors); each chosen member in members/<name>/.
