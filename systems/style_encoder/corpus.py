@@ -4,7 +4,9 @@ An encoder pre-trained on the same forum that a pair set was built from must nev
 authors, nor the threads its test texts come from (the harness's splits are author- and thread-disjoint; this keeps
 pre-training so too). `excluded_by_sets` reads what to leave out from sets built by `harness pairs`: the test
 truth's author names and `pair_origins.jsonl`'s test groups (threads) and origins (post ids). Training-split
-authors stay: they are training data.
+authors stay: they are training data. For the forum tasks (darkweb, reddit), whose splits the task makes from the
+posts file itself, `training_split_of` keeps only the posts of the task's training split: an encoder pre-trained
+for such a task learns from what its systems may fit on, nothing more.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from core.errors import DataError, HarnessError
 from core.files import find_data_file, read_jsonl, require_field
@@ -29,10 +32,25 @@ class Exclusions:
     groups: set[str] = field(default_factory=set)
     post_ids: set[str] = field(default_factory=set)
     sets: list[str] = field(default_factory=list)
+    only_post_ids: set[str] | None = None  # where set, every other post is left out too (a task's training split)
+    training_split_of: dict[str, object] | None = None  # the task (name, parameters) that `only_post_ids` came from
 
     def summary(self) -> dict[str, object]:
         sizes = {"authors": len(self.authors), "groups": len(self.groups), "posts": len(self.post_ids)}
-        return {"sets": self.sets} | sizes
+        kept = {} if self.only_post_ids is None else {"training_split_posts": len(self.only_post_ids)}
+        return {"sets": self.sets} | sizes | {"training_split_of": self.training_split_of} | kept
+
+
+def training_split_of(task: Any, task_name: str, task_params: dict[str, Any], posts: Path) -> set[str]:
+    """The post ids of a forum task's training split of `posts`, as the task itself splits them."""
+    if not hasattr(task, "training_post_ids"):
+        raise HarnessError(
+            f"--train-split-of takes a task that splits a posts file itself (darkweb, reddit), not {task_name!r}"
+        )
+    kept = set(task.training_post_ids(Path(posts)))
+    if not kept:
+        raise HarnessError(f"{posts}: task {task_name} {task_params or ''} leaves no training posts")
+    return kept
 
 
 def excluded_by_sets(sets: Sequence[Path]) -> Exclusions:
@@ -99,6 +117,8 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
     path = Path(posts) if Path(posts).is_file() else find_data_file(Path(posts), POSTS_STEM)
     by_author: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {}
     left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
+    if exclusions.only_post_ids is not None:
+        left_out["outside_training_split"] = 0
     for line, record in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
         # the fields of the forum tasks' posts files (tasks.forum.reader) that pre-training reads
         post_id, author, thread, community = (
@@ -114,6 +134,8 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
             left_out["excluded_thread"] += 1
         elif post_id in exclusions.post_ids:
             left_out["excluded_post"] += 1
+        elif exclusions.only_post_ids is not None and post_id not in exclusions.only_post_ids:
+            left_out["outside_training_split"] += 1
         else:
             text = prepare_text(text)
             if len(text) < min_chars:

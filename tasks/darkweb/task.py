@@ -149,6 +149,11 @@ class DarkwebTask:
             self._loaded[data_dir] = self._build(data_dir)
         return self._loaded[data_dir][split]
 
+    def training_post_ids(self, data_dir: Path) -> set[str]:
+        """The post ids of the training split: all that a model made for this task may learn from
+        (`harness pretrain-style --train-split-of darkweb`)."""
+        return {post.post_id for post in self.load(data_dir, "train").posts}
+
     def evaluate(self, system: Any, data: DarkwebData) -> Evaluation:
         """Embed every episode of the split, then rank within markets and across them (see evaluation)."""
         if self.protocol == "thread-disjoint":

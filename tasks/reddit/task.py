@@ -215,6 +215,18 @@ class RedditTask:
             self._posts_cache = (path, stamp, posts, checksum)
         return path, self._posts_cache[2], self._posts_cache[3]
 
+    def training_post_ids(self, data_dir: Path) -> set[str]:
+        """The post ids of the training split (training authors' posts before the cutoff): all that a model made
+        for this task may learn from (`harness pretrain-style --train-split-of reddit`)."""
+        _, posts, _ = self._read(data_dir)
+        parts = split_by_author_and_time(
+            posts,
+            cutoff_quantile=self.cutoff_quantile,
+            test_author_share=self.test_author_share,
+            seed=self.split_seed,
+        )
+        return {post.post_id for post in parts.train}
+
     def load(self, data_dir: Path, split: str) -> RedditData:
         """The training streams ("train") or the test streams with the ranking and linking sets ("test")."""
         if split not in self.metadata.splits:

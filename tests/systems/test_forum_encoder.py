@@ -64,6 +64,7 @@ def test_registered_variants_presets_and_parts():
         "finetune_layers": 0,
         "normalize": True,
         "batch_size": 64,
+        "pooling": "mean",
     }
     assert cpu["sampling"] == {"name": "periods", "min_posts": None, "max_posts": None}
     assert RedditEncoder().params()["sampling"] == {"name": "periods", "min_posts": 1, "max_posts": 16}

@@ -19,7 +19,12 @@ from core.errors import DataError, HarnessError  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.params import build  # noqa: E402
 from systems.encoder_wccn import EncoderWccn  # noqa: E402
-from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus  # noqa: E402
+from systems.style_encoder.corpus import (  # noqa: E402
+    Exclusions,
+    excluded_by_sets,
+    pretraining_corpus,
+    training_split_of,
+)
 from systems.style_encoder.pretraining import (  # noqa: E402
     MANIFEST_NAME,
     PairSampler,
@@ -67,6 +72,32 @@ def test_a_set_without_origins_or_with_bad_authors_is_refused(slice_set: Path, t
     with pytest.raises(DataError) as caught:
         excluded_by_sets([bare])
     assert caught.value.line == 2 and caught.value.field == "authors"
+
+
+@pytest.mark.parametrize("task_name", ["reddit", "darkweb"])
+def test_for_a_forum_task_only_its_training_split_is_kept(forum_slice: Path, task_name: str):
+    """Issue 27, item 2: an encoder pre-trained for the darkweb or reddit task learns only from the posts that task's
+    systems may fit on; its test posts (reddit: test authors, and every post after the cutoff) stay out."""
+    from harness.runner import make_task
+    from tasks.forum.reader import read_forum_posts
+    from toolkit.text_prep import prepare_text
+
+    task = make_task(task_name, {})
+    kept = training_split_of(task, task_name, {}, forum_slice)
+    corpus = pretraining_corpus(forum_slice, Exclusions(only_post_ids=kept))
+    everything = pretraining_corpus(forum_slice, Exclusions())
+    posts, _ = read_forum_posts(forum_slice / "posts.jsonl")
+    kept_texts = {prepare_text(post.text) for post in posts if post.post_id in kept}
+    assert all(text in kept_texts for texts in corpus.texts for text in texts)
+    assert corpus.left_out["outside_training_split"] > 0 and corpus.posts < everything.posts
+    if task_name == "reddit":
+        from tasks.reddit.split import is_test_author
+
+        assert not [author for author in corpus.authors if is_test_author(author, task.test_author_share, 0)]
+    test_ids = {post.post_id for post in task.load(forum_slice, "test").posts} if task_name == "darkweb" else set()
+    assert not kept & test_ids
+    with pytest.raises(HarnessError, match="--train-split-of takes a task that splits a posts file itself"):
+        training_split_of(Pan23Task(), "pan23", {}, forum_slice)
 
 
 def test_batches_hold_distinct_authors_with_posts_of_two_threads_and_kinds(forum_slice: Path):
@@ -178,3 +209,22 @@ def test_the_command_refuses_a_non_empty_folder_and_trains(forum_slice: Path, sl
     done = CliRunner().invoke(main, [*args[:2], str(tmp_path / "new"), *args[2:], "--exclude-test-of", str(slice_set)])
     assert done.exit_code == 0, done.output
     assert "held-out authors' pair AUC" in done.output and (tmp_path / "new" / "config.json").is_file()
+
+
+def test_the_command_pre_trains_on_a_forum_tasks_training_split(forum_slice: Path, tmp_path: Path):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
+    base = ["pretrain-style", str(forum_slice), "--model", str(encoder), "--steps", "2", "--device", "cpu"]
+    args = [*base, str(tmp_path / "new"), "--train-split-of", "reddit", "--task-param", "cutoff_quantile=0.6"]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    manifest = json.loads((tmp_path / "new" / MANIFEST_NAME).read_text(encoding="utf-8"))
+    assert manifest["excluded"]["training_split_of"] == {"task": "reddit", "task_params": {"cutoff_quantile": 0.6}}
+    assert manifest["corpus"]["left_out"]["outside_training_split"] > 0
+    assert "--system reddit_encoder --task reddit" in done.output and "encoder.pooling=cls" in done.output
+    alone = CliRunner().invoke(main, [*base, str(tmp_path / "new2"), "--task-param", "cutoff_quantile=0.6"])
+    assert alone.exit_code != 0 and "--task-param goes with --train-split-of" in alone.output
+    wrong = CliRunner().invoke(main, [*base, str(tmp_path / "new2"), "--train-split-of", "pan23"])
+    assert wrong.exit_code != 0 and "splits a posts file itself" in wrong.output
+    assert not (tmp_path / "new2").exists()

@@ -313,6 +313,32 @@ def test_post_vectors_match_the_per_group_reference_and_the_disk_cache(tiny: Pat
     assert again.stats["cached_posts"] == len(set(texts)) and again.stats["computed_posts"] == 0
 
 
+def test_cls_pooling_gives_each_posts_own_cls_vector_and_its_own_cache(tiny: Path, tmp_path: Path):
+    """Issue 27: `harness pretrain-style` trains the last layer's [CLS] vector; pooling="cls" reads that, unpadded
+    or padded alike, and never takes the mean-pooled vectors of the same encoder from the disk cache."""
+    from systems.forum_encoder.encoding import PostEncoderConfig
+
+    texts = synthetic_texts(40)
+    mean = PostEncoderConfig(model=str(tiny), max_tokens=20, batch_size=8).build(
+        device="cpu", mixed_precision=False, cache_dir=tmp_path
+    )
+    mean_vectors = mean.vectors(texts)
+    config = PostEncoderConfig(model=str(tiny), max_tokens=20, batch_size=8, pooling="cls")
+    cls = config.build(device="cpu", mixed_precision=False, cache_dir=tmp_path)
+    vectors = cls.vectors(texts)
+    assert cls.stats["computed_posts"] == len(set(texts)) and cls.stats["cached_posts"] == 0
+    for text, vector in zip(texts[:10], vectors[:10], strict=True):  # one text a pass: no padding at all
+        ids = torch.tensor([cls.tokenize([text])[0]])
+        with torch.inference_mode():
+            first = cls.model(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[0, 0]
+        np.testing.assert_allclose(vector, torch.nn.functional.normalize(first, dim=0).numpy(), atol=1e-5)
+    assert not np.allclose(vectors, mean_vectors, atol=1e-3)
+    again = config.build(device="cpu", mixed_precision=False, cache_dir=tmp_path)
+    assert np.array_equal(again.vectors(texts), vectors) and again.stats["computed_posts"] == 0
+    with pytest.raises(ValueError, match="pooling must be one of mean, cls"):
+        PostEncoderConfig(pooling="max")
+
+
 def test_post_vectors_of_real_posts_with_minilm_match_the_reference(forum_posts_file: Path):
     from systems.forum_encoder.encoding import PostEncoderConfig
 
