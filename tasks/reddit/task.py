@@ -57,7 +57,7 @@ from tasks.reddit.linking import (
 )
 from tasks.reddit.ranking import build_leak_free_ranking_set, build_ranking_set, evaluate_ranking
 from tasks.reddit.records import LinkingSet, RedditData, Stream
-from tasks.reddit.split import split_by_author_and_time
+from tasks.reddit.split import AuthorTimeSplit, split_by_author_and_time
 from toolkit.retrieval import system_metric
 
 logger = logging.getLogger("harness")
@@ -218,26 +218,22 @@ class RedditTask:
     def training_post_ids(self, data_dir: Path) -> set[str]:
         """The post ids of the training split (training authors' posts before the cutoff): all that a model made
         for this task may learn from (`harness pretrain-style --train-split-of reddit`)."""
-        _, posts, _ = self._read(data_dir)
-        parts = split_by_author_and_time(
+        return {post.post_id for post in self._split(self._read(data_dir)[1]).train}
+
+    def _split(self, posts: Sequence[ForumPost]) -> AuthorTimeSplit:
+        return split_by_author_and_time(
             posts,
             cutoff_quantile=self.cutoff_quantile,
             test_author_share=self.test_author_share,
             seed=self.split_seed,
         )
-        return {post.post_id for post in parts.train}
 
     def load(self, data_dir: Path, split: str) -> RedditData:
         """The training streams ("train") or the test streams with the ranking and linking sets ("test")."""
         if split not in self.metadata.splits:
             raise HarnessError(f"task reddit has splits {self.metadata.splits}, not {split!r}")
         path, posts, checksum = self._read(data_dir)
-        parts = split_by_author_and_time(
-            posts,
-            cutoff_quantile=self.cutoff_quantile,
-            test_author_share=self.test_author_share,
-            seed=self.split_seed,
-        )
+        parts = self._split(posts)
         if not parts.train or not parts.test:
             raise DataError(
                 f"the split leaves {len(parts.train)} training and {len(parts.test)} test posts; "
