@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -575,8 +576,9 @@ def pretrain_style_cmd(
     )
     if train_split_of in FORUM_ENCODER_SYSTEMS:  # the forum systems mean-pool unless told to read the trained [CLS]
         system = FORUM_ENCODER_SYSTEMS[train_split_of]
+        same_split = "".join(f" --task-param '{key}={json.dumps(value)}'" for key, value in task_params.items())
         click.echo(
-            f"next: harness run --system {system} --task {train_split_of} --data {posts} "
+            f"next: harness run --system {system} --task {train_split_of} --data {posts}{same_split} "
             f"--param encoder.model={out_dir} --param encoder.pooling=cls"
         )
     else:

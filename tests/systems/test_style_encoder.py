@@ -223,6 +223,7 @@ def test_the_command_pre_trains_on_a_forum_tasks_training_split(forum_slice: Pat
     assert manifest["excluded"]["training_split_of"] == {"task": "reddit", "task_params": {"cutoff_quantile": 0.6}}
     assert manifest["corpus"]["left_out"]["outside_training_split"] > 0
     assert "--system reddit_encoder --task reddit" in done.output and "encoder.pooling=cls" in done.output
+    assert "--task-param 'cutoff_quantile=0.6'" in done.output  # the run that follows splits the posts alike
     alone = CliRunner().invoke(main, [*base, str(tmp_path / "new2"), "--task-param", "cutoff_quantile=0.6"])
     assert alone.exit_code != 0 and "--task-param goes with --train-split-of" in alone.output
     wrong = CliRunner().invoke(main, [*base, str(tmp_path / "new2"), "--train-split-of", "pan23"])
