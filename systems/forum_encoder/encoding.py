@@ -42,8 +42,8 @@ logger = logging.getLogger("harness")
 CACHE_FORMAT = "mean-pool-fp32-v2"
 TEXTS_PER_GROUP = 4096  # texts tokenised and encoded together (and one cache shard), at most
 FIRST_GROUP = 256  # on CUDA, the first group (the device starts soon); each next one twice as large
+POOLINGS = ("mean", "cls")  # a post's vector: the mean over its tokens, or its [CLS] vector
 # attribute paths of the stack of transformer layers in common Hugging Face encoders
-POOLINGS = ("mean", "cls")
 LAYER_PATHS = ("encoder.layer", "transformer.layer", "encoder.layers", "layers", "transformer.h", "h")
 
 
