@@ -30,9 +30,9 @@ def pretrain_style(
     if train_split_of is not None:
         from harness.runner import make_task
 
-        task = make_task(train_split_of, dict(task_params or {}))
-        exclusions.only_post_ids = training_split_of(task, train_split_of, dict(task_params or {}), posts)
-        exclusions.training_split_of = {"task": train_split_of, "task_params": dict(task_params or {})}
+        params = dict(task_params or {})
+        exclusions.only_post_ids = training_split_of(make_task(train_split_of, params), train_split_of, params, posts)
+        exclusions.training_split_of = {"task": train_split_of, "task_params": params}
     corpus = pretraining_corpus(posts, exclusions)
     logger.info(
         "style pre-training on %d posts of %d authors (%d with two kinds); left out: %s",
