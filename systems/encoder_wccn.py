@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem
 from harness.params import build
-from toolkit.calibration import fit_then_score
+from toolkit.calibration import cross_fitted_scores, fit_then_score
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
 from toolkit.pretrained import identity_matches
@@ -48,7 +48,9 @@ class EncoderWccn(CalibratedVerifier):
         shrinkage: the share of a scaled identity added to the within-author covariance (0: full whitening).
         whiten: False leaves the whitening out (the cosine of centred PCA vectors): for an encoder trained to put
             one author's texts together (`harness pretrain-style`), whose space the training authors' covariance
-            only distorts; `info.out_of_fold_auc` of the two fits tells which to keep, on training data.
+            only distorts. "auto" fits both and keeps the one whose raw scores rank the training problems better
+            out of fold (the same folds as the band's; a tie keeps the whitening): the choice is made on training
+            data alone, and `info` records it (`whiten`, `out_of_fold_auc_by_whiten`).
     Run-time settings: device ("auto", "cpu", "cuda"), mixed_precision, cache_dir (the feature cache; None:
         $HARNESS_CACHE_DIR/siamese_bilstm or ~/.cache/harness/siamese_bilstm), encode_batch_size.
     """
@@ -62,7 +64,7 @@ class EncoderWccn(CalibratedVerifier):
         *,
         dimensions: int = 200,
         shrinkage: float = 0.1,
-        whiten: bool = True,
+        whiten: bool | Literal["auto"] = True,
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
@@ -77,6 +79,8 @@ class EncoderWccn(CalibratedVerifier):
             raise ValueError(f"dimensions must be positive, got {dimensions!r}")
         if not shrinkage >= 0:
             raise ValueError(f"shrinkage must be zero or positive, got {shrinkage!r}")
+        if whiten not in (True, False, "auto"):
+            raise ValueError(f"whiten must be true, false or auto, got {whiten!r}")
         super().__init__(locals())
         self._mean: np.ndarray | None = None  # (layers * hidden,)
         self._projection: np.ndarray | None = None  # (layers * hidden, d): the PCA's axes
@@ -117,18 +121,37 @@ class EncoderWccn(CalibratedVerifier):
         texts = list(dict.fromkeys(text for problem in train.problems for text in problem.texts))
         vectors = dict(zip(texts, self._text_vectors(texts, desc="encoding training texts"), strict=True))
 
-        def fit(problems: Sequence[VerificationProblem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            return self._fit_space(problems, truth, vectors)
-
-        def score(problems: Sequence[VerificationProblem], space: tuple[np.ndarray, ...]) -> np.ndarray:
-            return self._similarities(problems, vectors, *space)
-
-        scores = self.cross_fit_band(train, labels, fit_then_score(train.problems, fit, score), seed=seed)
-        self._mean, self._projection, self._whitening = self._fit_space(train.problems, truth, vectors, record=True)
         both = labels.any() and not labels.all()
+
+        def fitted_with(whiten: bool):
+            def fit(problems: Sequence[VerificationProblem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                return self._fit_space(problems, truth, vectors, whiten=whiten)
+
+            def score(problems: Sequence[VerificationProblem], space: tuple[np.ndarray, ...]) -> np.ndarray:
+                return self._similarities(problems, vectors, *space)
+
+            return fit_then_score(train.problems, fit, score)
+
         # how well the raw scores rank the training problems out of fold: a choice between settings made on
         # training data reads this, never a test score
+        by_whiten: dict[str, float | None] = {}
+        whiten = self.whiten
+        if whiten == "auto":
+            for candidate in (True, False):
+                oof, _ = cross_fitted_scores(
+                    train.problems, fitted_with(candidate), k=self.calibration_folds, seed=seed
+                )
+                by_whiten[str(candidate).lower()] = float(roc_auc_score(labels, oof)) if both else None
+            plain, whitened = by_whiten["false"], by_whiten["true"]
+            whiten = not (plain is not None and whitened is not None and plain > whitened)
+        scores = self.cross_fit_band(train, labels, fitted_with(bool(whiten)), seed=seed)
+        self._mean, self._projection, self._whitening = self._fit_space(
+            train.problems, truth, vectors, whiten=bool(whiten), record=True
+        )
+        self._info["whiten"] = bool(whiten)
         self._info["out_of_fold_auc"] = float(roc_auc_score(labels, scores)) if both else None
+        if by_whiten:
+            self._info["out_of_fold_auc_by_whiten"] = by_whiten
 
     def _fit_space(
         self,
@@ -136,9 +159,10 @@ class EncoderWccn(CalibratedVerifier):
         truth: Mapping[str, Any],
         vectors: Mapping[str, np.ndarray],
         *,
+        whiten: bool,
         record: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Mean, PCA axes and whitening of these training problems' texts."""
+        """Mean, PCA axes and whitening (the identity where `whiten` is False) of these training problems' texts."""
         texts, authors = text_authors(problems, truth)
         if len(texts) < 3:
             raise HarnessError(f"{self.name}: needs at least 3 distinct training texts, got {len(texts)}")
@@ -148,7 +172,7 @@ class EncoderWccn(CalibratedVerifier):
         dimensions = min(self.dimensions, len(texts) - 1, matrix.shape[1])
         # contiguous, as it is read back from a checkpoint: the same memory layout gives the same rounding
         projection = np.ascontiguousarray(np.linalg.svd(centred, full_matrices=False)[2][:dimensions].T)
-        if self.whiten:
+        if whiten:
             whitening, used = within_author_whitening(centred @ projection, authors, self.shrinkage)
         else:
             whitening, used = np.eye(dimensions), None

@@ -93,6 +93,49 @@ def test_without_whitening_a_score_is_the_cosine_of_centred_pca_vectors(tmp_path
     np.testing.assert_array_equal(loaded.raw_scores(data.problems), plain.raw_scores(data.problems))
 
 
+@pytest.mark.parametrize(("text_seed", "whitening_wins"), [(2, True), (5, False)])
+def test_whiten_auto_keeps_the_variant_that_ranks_the_training_problems_better_out_of_fold(
+    tmp_path: Path, text_seed: int, whitening_wins: bool
+):
+    """ "auto" fits both variants on the same folds and answers exactly as the one with the higher out-of-fold AUC
+    (two text seeds: one where the whitening wins, one where it loses), and keeps its choice through a checkpoint."""
+    params, data = tiny_setup(tmp_path, text_seed=text_seed)
+    runtime = {"cache_dir": str(tmp_path / "cache"), "device": "cpu"}
+    fitted = {}
+    for whiten in (True, False, "auto"):
+        fitted[whiten] = build(EncoderWccn, params | runtime | {"whiten": whiten})
+        fitted[whiten].fit(data, seed=0)
+    auto = fitted["auto"]
+    by_whiten = auto.info["out_of_fold_auc_by_whiten"]
+    assert by_whiten == {"true": fitted[True].info["out_of_fold_auc"], "false": fitted[False].info["out_of_fold_auc"]}
+    assert (by_whiten["true"] > by_whiten["false"]) is whitening_wins
+    assert (
+        auto.info["whiten"] is whitening_wins and auto.info["out_of_fold_auc"] == by_whiten[str(whitening_wins).lower()]
+    )
+    chosen, other = fitted[whitening_wins], fitted[not whitening_wins]
+    np.testing.assert_array_equal(auto.raw_scores(data.problems), chosen.raw_scores(data.problems))
+    assert [a.value for a in auto.predict(data.problems)] == [a.value for a in chosen.predict(data.problems)]
+    assert not np.allclose(auto.raw_scores(data.problems), other.raw_scores(data.problems))
+    auto.save(tmp_path / "model")
+    loaded = EncoderWccn.load(tmp_path / "model", runtime=runtime)
+    assert loaded.whiten == "auto" and loaded.info["whiten"] is whitening_wins
+    np.testing.assert_array_equal(loaded.raw_scores(data.problems), chosen.raw_scores(data.problems))
+
+
+def test_whiten_reads_true_false_or_auto_from_the_command_line():
+    from harness.params import parse_cli
+
+    assert [parse_cli(EncoderWccn, {"whiten": text})["whiten"] for text in ("auto", "false", "true")] == [
+        "auto",
+        False,
+        True,
+    ]
+    with pytest.raises(HarnessError, match="whiten expects"):
+        parse_cli(EncoderWccn, {"whiten": "maybe"})
+    with pytest.raises(ValueError, match="whiten must be"):
+        EncoderWccn(whiten="sometimes")  # type: ignore[arg-type]
+
+
 def test_on_cmcc_whitened_lower_layers_separate_held_out_authors_across_genres(
     cmcc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
