@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.benchmark_script import load_benchmark
 
 from tasks.pan.classic import PanClassicTask
 from toolkit.splits import shared_texts
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "verification_pan.py"
-
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("verification_pan", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("verification_pan")
 
 
 @pytest.fixture(scope="module")

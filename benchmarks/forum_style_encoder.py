@@ -1,0 +1,152 @@
+"""The forum-pretrained style encoder on the forum submission-vs-comment sets, end to end (issue 27, item 2).
+
+For each seed N: pre-train a style encoder on the posts less the test side of that seed's own set (its test authors,
+the threads of its test texts, the texts: `harness pretrain-style --exclude-test-of`), score the set with
+`encoder_wccn` on the trained embedding (`whiten=auto`: the whitening kept or left out by the out-of-fold AUC on the
+training pairs), and put every seed in one table with the mean ± sd. Runs are kept: a seed whose encoder or run exists
+is not redone (delete its folder to redo it).
+
+Meant for a GPU machine: `--preset gpu` took 70-76 s a seed on an H200 (1,200 steps) and the verifier 40 s; on a CPU
+it takes hours and `--preset cpu` only checks the pipeline (benchmarks/README.md, "The style encoder's GPU preset with
+each set's own exclusions").
+
+    python benchmarks/verification_all.py --out WORK --sets forum --systems length_ratio  # builds the sets
+    python benchmarks/forum_style_encoder.py --posts ../shared/data/forum-posts --sets WORK/sets --out OUT \
+        --seeds 0 1 2 --preset gpu --steps 1200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "style_pretraining.json"  # as systems/style_encoder/pretraining.py writes it (not imported: no torch here)
+
+
+def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
+    command = ["pretrain-style", str(args.posts), str(encoder_dir(args.out, seed)), "--preset", args.preset]
+    command += ["--seed", str(seed), "--exclude-test-of", str(set_dir(args.sets, seed))]
+    for option, value in (("--steps", args.steps), ("--model", args.model), ("--device", args.device)):
+        if value is not None:
+            command += [option, str(value)]
+    return command
+
+
+def run_command(args: argparse.Namespace, seed: int) -> list[str]:
+    encoder = encoder_dir(args.out, seed)
+    depth = json.loads((encoder / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]
+    command = ["run", "--system", "encoder_wccn", "--task", "pan23", "--data", str(set_dir(args.sets, seed))]
+    command += ["--seed", str(seed), "--out", str(args.out / "runs"), "--param", f"encoder.model={encoder}"]
+    return command + ["--param", f"encoder.layers=[{depth}]", "--param", "whiten=auto"]
+
+
+def encoder_dir(out: Path, seed: int) -> Path:
+    return out / f"encoder-seed{seed}"
+
+
+def set_dir(sets: Path, seed: int) -> Path:
+    return sets / f"forum-seed{seed}"
+
+
+def run_dir(out: Path, seed: int) -> Path | None:
+    """The seed's encoder_wccn run folder (its name carries the parameters' hash), or None before it is run."""
+    found = sorted((out / "runs" / "pan23" / f"forum-seed{seed}").glob(f"encoder_wccn*/seed-{seed}/result.json"))
+    return found[-1].parent if found else None
+
+
+def harness(command: list[str]) -> None:
+    print("harness", " ".join(command), flush=True)
+    subprocess.run([sys.executable, "-m", "harness.cli", *command], check=True)
+
+
+def seed_row(out: Path, seed: int) -> dict[str, Any]:
+    """What one seed gave: pre-training (corpus, held-out AUC) and the verifier (choice, out-of-fold and test)."""
+    manifest = json.loads((encoder_dir(out, seed) / MANIFEST).read_text(encoding="utf-8"))
+    run = run_dir(out, seed)
+    assert run is not None
+    scores = json.loads((run / "result.json").read_text(encoding="utf-8"))["scores"]
+    info = json.loads((run / "checkpoint" / "config.json").read_text(encoding="utf-8"))["state"]["info"]
+    answers = [json.loads(line)["value"] for line in (run / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    held_out = manifest["held_out_pair_auc"]
+    return {
+        "seed": seed,
+        "posts": manifest["corpus"]["posts"],
+        "authors": manifest["corpus"]["authors"],
+        "both_kinds": manifest["corpus"]["authors_with_two_kinds"],
+        "held_out_before": held_out["before"],
+        "held_out_after": held_out["after"],
+        "kept_step": held_out["kept_step"],
+        "pretraining_s": manifest["seconds"],
+        "whiten": info["whiten"],
+        "out_of_fold_auc": info.get("out_of_fold_auc_by_whiten"),
+        "auc": scores["auc"],
+        "c_at_1": scores["c_at_1"],
+        "overall": scores["overall"],
+        "answers": [sum(v > 0.5 for v in answers), sum(v < 0.5 for v in answers), sum(v == 0.5 for v in answers)],
+    }
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """A markdown table, a row a seed and one of mean ± sd (sd over seeds; none for one seed)."""
+    lines = [
+        "| seed | posts / authors (both kinds) | held-out pair AUC (kept step) | whiten chosen | out-of-fold AUC "
+        "true / false | AUC | c@1 | overall | same / different / no answer |",
+        "|---|---|---|---|---|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        oof = row["out_of_fold_auc"] or {}
+        lines.append(
+            f"| {row['seed']} | {row['posts']:,} / {row['authors']:,} ({row['both_kinds']:,}) | "
+            f"{row['held_out_before']:.3f} -> {row['held_out_after']:.3f} ({row['kept_step']}) | "
+            f"{str(row['whiten']).lower()} | {_fmt(oof.get('true'))} / {_fmt(oof.get('false'))} | "
+            f"{row['auc']:.3f} | {row['c_at_1']:.3f} | {row['overall']:.3f} | {'/'.join(map(str, row['answers']))} |"
+        )
+    if rows:
+        cells = [_mean_sd([row[name] for row in rows]) for name in ("auc", "c_at_1", "overall")]
+        seeds = ",".join(str(row["seed"]) for row in rows)
+        lines.append(f"| {seeds} | | | | | {' | '.join(cells)} | |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _mean_sd(values: list[float]) -> str:
+    mean = statistics.fmean(values)
+    return f"{mean:.3f}" if len(values) < 2 else f"{mean:.3f} ± {statistics.stdev(values):.3f}"
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--posts", type=Path, required=True, help="the forum posts (posts.jsonl[.gz] or its folder)")
+    parser.add_argument("--sets", type=Path, required=True, help="the folder holding forum-seedN sets")
+    parser.add_argument("--out", type=Path, required=True, help="encoders, runs and summary.md go here")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--preset", choices=("cpu", "gpu"), default="gpu")
+    parser.add_argument("--steps", type=int, help="pre-training steps (the preset's by default)")
+    parser.add_argument("--model", help="the base encoder (default: all-MiniLM-L6-v2, offline)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"))
+    args = parser.parse_args(argv)
+    for seed in args.seeds:
+        if not (set_dir(args.sets, seed) / "test" / "truth.jsonl").is_file():
+            parser.error(f"{set_dir(args.sets, seed)}: not a set built by `harness pairs` (no test/truth.jsonl)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for seed in args.seeds:
+        if not (encoder_dir(args.out, seed) / MANIFEST).is_file():
+            harness(pretrain_command(args, seed))
+        if run_dir(args.out, seed) is None:
+            harness(run_command(args, seed))
+    table = summary([seed_row(args.out, seed) for seed in args.seeds])
+    (args.out / "summary.md").write_text(table, encoding="utf-8")
+    print(table)
+    return table
+
+
+if __name__ == "__main__":
+    main()
