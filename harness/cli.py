@@ -582,7 +582,11 @@ def pretrain_style_cmd(
             f"--param encoder.model={out_dir} --param encoder.pooling=cls"
         )
     else:
-        click.echo(f"next: harness run --system encoder_wccn --task pan23 --data SET {manifest['use']}")
+        # whiten=auto: the trained space is best read plainly on some sets and whitened on others (forum / CMCC);
+        # the run chooses on its training pairs
+        click.echo(
+            f"next: harness run --system encoder_wccn --task pan23 --data SET {manifest['use']} --param whiten=auto"
+        )
 
 
 @main.command("leaderboard")

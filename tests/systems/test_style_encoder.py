@@ -209,6 +209,7 @@ def test_the_command_refuses_a_non_empty_folder_and_trains(forum_slice: Path, sl
     done = CliRunner().invoke(main, [*args[:2], str(tmp_path / "new"), *args[2:], "--exclude-test-of", str(slice_set)])
     assert done.exit_code == 0, done.output
     assert "held-out authors' pair AUC" in done.output and (tmp_path / "new" / "config.json").is_file()
+    assert "--system encoder_wccn" in done.output and "--param whiten=auto" in done.output  # chosen on training data
 
 
 def test_the_command_pre_trains_on_a_forum_tasks_training_split(forum_slice: Path, tmp_path: Path):
