@@ -31,7 +31,8 @@ MANIFEST = "style_pretraining.json"  # as systems/style_encoder/pretraining.py w
 def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     command = ["pretrain-style", str(args.posts), str(encoder_dir(args.out, seed)), "--preset", args.preset]
     command += ["--seed", str(seed), "--exclude-test-of", str(set_dir(args.sets, seed))]
-    for option, value in (("--steps", args.steps), ("--model", args.model), ("--device", args.device)):
+    given = (("--steps", args.steps), ("--model", args.model), ("--device", args.device))
+    for option, value in (*given, ("--cross-kind-share", args.cross_kind_share)):
         if value is not None:
             command += [option, str(value)]
     return command
@@ -132,6 +133,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--steps", type=int, help="pre-training steps (the preset's by default)")
     parser.add_argument("--model", help="the base encoder (default: all-MiniLM-L6-v2, offline)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--cross-kind-share", type=float, help="as `harness pretrain-style` takes it (default 0.5)")
     args = parser.parse_args(argv)
     for seed in args.seeds:
         if not (set_dir(args.sets, seed) / "test" / "truth.jsonl").is_file():

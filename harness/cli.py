@@ -528,6 +528,11 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]))
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1))
 @click.option(
+    "--cross-kind-share",
+    type=click.FloatRange(0, 1),
+    help="Share of the authors with both kinds whose two posts are a submission and a comment (default 0.5).",
+)
+@click.option(
     "--match-community/--any-community",
     default=None,
     help="A batch's authors from one community (default) or from any.",

@@ -30,13 +30,14 @@ def test_one_seed_end_to_end_then_kept(forum_slice: Path, tmp_path: Path, monkey
     encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
     out = tmp_path / "out"
     argv = ["--posts", str(forum_slice), "--sets", str(tmp_path / "sets"), "--out", str(out), "--seeds", "0"]
-    argv += ["--preset", "cpu", "--steps", "2", "--model", str(encoder), "--device", "cpu"]
+    argv += ["--preset", "cpu", "--steps", "2", "--model", str(encoder), "--device", "cpu", "--cross-kind-share", "1"]
     script = _script()
     table = script.main(argv)
 
     manifest = json.loads((out / "encoder-seed0" / script.MANIFEST).read_text(encoding="utf-8"))
     assert manifest["excluded"]["sets"] == [str(tmp_path / "sets" / "forum-seed0")]
     assert manifest["excluded"]["authors"] > 0 and manifest["settings"]["steps"] == 2
+    assert manifest["settings"]["cross_kind_share"] == 1.0
     row = script.seed_row(out, 0)
     run = script.run_dir(out, 0)
     params = json.loads((run / "checkpoint" / "config.json").read_text(encoding="utf-8"))["params"]
