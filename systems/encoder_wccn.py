@@ -135,8 +135,7 @@ class EncoderWccn(CalibratedVerifier):
         # how well the raw scores rank the training problems out of fold: a choice between settings made on
         # training data reads this, never a test score
         by_whiten: dict[str, float | None] = {}
-        whiten = self.whiten
-        if whiten == "auto":
+        if self.whiten == "auto":
             for candidate in (True, False):
                 oof, _ = cross_fitted_scores(
                     train.problems, fitted_with(candidate), k=self.calibration_folds, seed=seed
@@ -144,11 +143,13 @@ class EncoderWccn(CalibratedVerifier):
                 by_whiten[str(candidate).lower()] = float(roc_auc_score(labels, oof)) if both else None
             plain, whitened = by_whiten["false"], by_whiten["true"]
             whiten = not (plain is not None and whitened is not None and plain > whitened)
-        scores = self.cross_fit_band(train, labels, fitted_with(bool(whiten)), seed=seed)
+        else:
+            whiten = bool(self.whiten)
+        scores = self.cross_fit_band(train, labels, fitted_with(whiten), seed=seed)
         self._mean, self._projection, self._whitening = self._fit_space(
-            train.problems, truth, vectors, whiten=bool(whiten), record=True
+            train.problems, truth, vectors, whiten=whiten, record=True
         )
-        self._info["whiten"] = bool(whiten)
+        self._info["whiten"] = whiten
         self._info["out_of_fold_auc"] = float(roc_auc_score(labels, scores)) if both else None
         if by_whiten:
             self._info["out_of_fold_auc_by_whiten"] = by_whiten
