@@ -82,7 +82,6 @@ def seed_row(out: Path, seed: int) -> dict[str, Any]:
         "held_out_before": held_out["before"],
         "held_out_after": held_out["after"],
         "kept_step": held_out["kept_step"],
-        "pretraining_s": manifest["seconds"],
         "whiten": info["whiten"],
         "out_of_fold_auc": info.get("out_of_fold_auc_by_whiten"),
         "auc": scores["auc"],
