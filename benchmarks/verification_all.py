@@ -49,7 +49,16 @@ from harness.runner import run_folder  # noqa: E402
 # member" can be read on the same problems.
 ROWS: dict[str, tuple[str, dict[str, Any]]] = {
     name: (name, {})
-    for name in ("length_ratio", "cngdist", "tfidf", "typed_ngrams", "compressor", "wccn", "pair_features")
+    for name in (
+        "length_ratio",
+        "cngdist",
+        "tfidf",
+        "typed_ngrams",
+        "pos_ngrams",
+        "compressor",
+        "wccn",
+        "pair_features",
+    )
 }
 ROWS["pair_features_200"] = ("pair_features", {"trees": 200})
 HEAVY = ("impostors", "encoder_wccn", "unmasking", "siamese_bilstm", "stacked", "char_lm")

@@ -14,7 +14,10 @@ from core.errors import HarnessError
 from harness import registry
 from harness.params import NAME_KEY, describe_part, is_part
 
-INSTALL = {"neural": "pip install -e '.[neural]' -c constraints.txt (torch and transformers)"}
+INSTALL = {
+    "neural": "pip install -e '.[neural]' -c constraints.txt (torch and transformers)",
+    "pos": "pip install -e '.[pos]' -c constraints.txt (nltk and the tagger model of textblob-aptagger)",
+}
 
 
 def details(name: str) -> list[str]:

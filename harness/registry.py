@@ -120,6 +120,12 @@ SYSTEMS: dict[str, Entry] = {
         "Sapkota et al. 2015: TF-IDF of typed character 3-grams (default affix + punctuation), as cngdist",
         serves=VERIFICATION,
     ),
+    "pos_ngrams": Entry(
+        "systems.baselines.pos_ngrams:PosNgrams",
+        "TF-IDF of part-of-speech tag 1-3-grams (offline perceptron tagger, Penn tags), as cngdist (pos extra)",
+        serves=VERIFICATION,
+        extra="pos",
+    ),
     "wccn": Entry(
         "systems.wccn:WccnCosine",
         "character + word TF-IDF, SVD, within-author covariance normalisation (speaker verification's WCCN), cosine",

@@ -50,6 +50,10 @@ only (with the first 20 features): out-of-fold AUC over `cross_fitted_folds` of 
 (5 folds, seed 0; text-disjoint, for PAN14 novels "drop-shared"), single tree at depth 4 vs 200 trees:
 PAN14 essays 0.578 vs 0.683, PAN14 novels 0.750 vs 0.889, PAN15 0.686 vs 0.776.
 
+Part-of-speech tags (`pos_tags=True`, the `pos` extra): two more features, the cosine and min-max similarity of
+the texts' tag 1-3-gram profiles (`toolkit.pos_tags`). Off by default: on the training splits of CMCC, PAN14 and
+PAN15 they did not raise the out-of-fold AUC consistently (benchmarks/pair_features_pos.py, benchmarks/README.md).
+
 Features depend on the problem alone (no vocabulary is fitted on the corpus), so the tree is the only
 fitted part. The checkpoint stores the tree as arrays (children, feature, threshold, leaf probability):
 no pickle; answers are computed from those arrays, before and after `load`.
@@ -91,6 +95,9 @@ FEATURES = (
     *(f"distorted_char{n}_{measure}" for n in (3, 4) for measure in ("cosine", "minmax")),
     "habit_rate_log_ratio_l1",
 )
+# With `pos_tags`: cosine and min-max similarity of the part-of-speech tag 1-3-gram profiles (toolkit.pos_tags; the
+# `pos` extra), after the other features.
+POS_FEATURES = ("pos_ngram_cosine", "pos_ngram_minmax")
 
 # Function words of English (articles, pronouns, auxiliaries, prepositions, conjunctions, common adverbs).
 _FUNCTION_WORDS_TEXT = (
@@ -201,6 +208,15 @@ def _word_length_histogram(tokens: Sequence[str]) -> np.ndarray:
 
 def _type_token_ratio(tokens: Sequence[str], window: int) -> float:
     return len(set(tokens[:window])) / window if window > 0 else 0.0
+
+
+def pos_similarities(problem: VerificationProblem) -> list[float]:
+    """The `POS_FEATURES` of one problem: its known texts' tag 1-3-grams pooled against the unknown text's."""
+    from toolkit.pos_tags import pos_ngrams
+
+    known = Counter(term for text in problem.known for term in pos_ngrams(text))
+    unknown = Counter(pos_ngrams(problem.unknown))
+    return [cosine(known, unknown), minmax(known, unknown)]
 
 
 def pair_features(problem: VerificationProblem) -> np.ndarray:
@@ -346,6 +362,7 @@ class PairFeatures(CalibratedVerifier):
         calibration_folds: int = 5,
         grid_step: float = 0.01,
         objective: str = "task",
+        pos_tags: bool = False,
     ) -> None:
         if min_samples_leaf < 1 or trees < 1:
             raise ValueError(f"need min_samples_leaf >= 1 and trees >= 1, got {min_samples_leaf}, {trees}")
@@ -353,10 +370,18 @@ class PairFeatures(CalibratedVerifier):
         self._tree: TreeArrays | None = None
         self._chosen: dict[str, Any] | None = None
 
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """`FEATURES`, and `POS_FEATURES` after them with `pos_tags`."""
+        return FEATURES + POS_FEATURES if self.pos_tags else FEATURES
+
     def features(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
-        """(n, len(FEATURES)): the pair features of each problem."""
-        rows = [pair_features(p) for p in pbar(problems, desc=f"{self.name}: features", unit="problems")]
-        return np.array(rows, dtype=np.float64).reshape(len(problems), len(FEATURES))
+        """(n, len(feature_names)): the pair features of each problem."""
+        rows = []
+        for problem in pbar(problems, desc=f"{self.name}: features", unit="problems"):
+            row = pair_features(problem)
+            rows.append(np.concatenate([row, pos_similarities(problem)]) if self.pos_tags else row)
+        return np.array(rows, dtype=np.float64).reshape(len(problems), len(self.feature_names))
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Choose criterion and depth on out-of-fold probabilities, fit the band on them, then the tree on all.
@@ -405,14 +430,16 @@ class PairFeatures(CalibratedVerifier):
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Band, seed and the chosen settings in config.json; the tree's arrays in weights.safetensors."""
         assert self._tree is not None
-        return {"features": list(FEATURES)} | self.band_state() | {"chosen": self._chosen}, self._tree.arrays()
+        state = {"features": list(self.feature_names)} | self.band_state() | {"chosen": self._chosen}
+        return state, self._tree.arrays()
 
     def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
-        if list(state["features"]) != list(FEATURES):
+        names = self.feature_names
+        if list(state["features"]) != list(names):
             raise ValueError(f"written with another feature list ({len(state['features'])} features); refit it")
         tree = TreeArrays(*(arrays[key] for key in TreeArrays.KEYS))
         inner = tree.left >= 0
-        if ((tree.feature[inner] < 0) | (tree.feature[inner] >= len(FEATURES))).any():
-            raise HarnessError(f"{where.parent}: tree splits on a feature index outside 0..{len(FEATURES) - 1}")
+        if ((tree.feature[inner] < 0) | (tree.feature[inner] >= len(names))).any():
+            raise HarnessError(f"{where.parent}: tree splits on a feature index outside 0..{len(names) - 1}")
         self._tree = tree
         self._chosen = state.get("chosen")

@@ -1,4 +1,5 @@
-"""The real CMCC corpus as rows (author, genre, text, topic), and cross-genre pairs of rows as test problems."""
+"""The real CMCC corpus as rows (author, genre, text, topic), cross-genre pairs of rows as test problems, and drawn
+cross-genre pairs as training data."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.records import VerificationProblem
+import numpy as np
+
+from core.records import VerificationData, VerificationProblem, VerificationTruth
 
 CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")
 
@@ -27,3 +30,16 @@ def cross_genre_pairs(rows: Sequence[tuple[str, ...]]) -> tuple[list[Verificatio
     pairs = [(a, b) for a, b in itertools.combinations(rows, 2) if a[1] != b[1]]
     problems = [VerificationProblem(str(i), (a[2], b[2])) for i, (a, b) in enumerate(pairs)]
     return problems, [a[0] == b[0] for a, b in pairs]
+
+
+def cross_genre_training_data(rows: Sequence[tuple[str, ...]], count: int, rng: np.random.Generator, folder: Path):
+    """`count` drawn cross-genre pairs of `rows` (ids "t0", "t1", ...; even ones same-author) with truth, as
+    VerificationData read from `folder`."""
+    problems, truth = [], {}
+    for n in range(count):
+        a = rows[rng.integers(len(rows))]
+        pool = [r for r in rows if r[1] != a[1] and (r[0] == a[0]) == (n % 2 == 0)]
+        b = pool[rng.integers(len(pool))]
+        problems.append(VerificationProblem(f"t{n}", (a[2], b[2]), (a[1], b[1])))
+        truth[f"t{n}"] = VerificationTruth(f"t{n}", a[0] == b[0], (a[0], b[0]))
+    return VerificationData(tuple(problems), truth, folder, "x")

@@ -45,6 +45,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "compressor": {"memory": 1 << 20, "grid_step": 0.05},
     "tfidf": {"max_ngram": 2, "grid_step": 0.05},
     "typed_ngrams": {"types": ["prefix", "suffix", "mid-punct"], "grid_step": 0.05},
+    "pos_ngrams": {"max_n": 2, "grid_step": 0.05},
     "length_ratio": {"grid_step": 0.05},
     "wccn": {"dimensions": 20, "char_features": 2000, "word_features": 1000, "grid_step": 0.05, "calibration_folds": 2},
     "encoder_wccn": {

@@ -145,3 +145,30 @@ def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_relo
     """
     scores = run_and_predict("pair_features", pan15_text_disjoint_halves(tmp_path), tmp_path)
     assert scores["auc"] > 0.60
+
+
+def test_the_pos_tag_features_on_real_pan15_texts(tmp_path: Path) -> None:
+    """With `pos_tags`, two features follow the others (tag 1-3-gram cosine and min-max of real PAN15 texts), the
+    forest fits on them and reloads with the same answers, and a checkpoint without them is refused by a system
+    that expects them."""
+    from tasks.pan.classic import PanClassicTask
+
+    data = PanClassicTask().load(pan15_text_disjoint_halves(tmp_path), "train")
+    plain, tagged = PairFeatures(trees=20), PairFeatures(trees=20, pos_tags=True)
+    assert tagged.feature_names == (*FEATURES, "pos_ngram_cosine", "pos_ngram_minmax")
+    x = tagged.features(data.problems[:10])
+    assert x.shape == (10, len(FEATURES) + 2)
+    np.testing.assert_array_equal(x[:, : len(FEATURES)], plain.features(data.problems[:10]))
+    assert ((x[:, -2:] > 0) & (x[:, -2:] <= 1)).all()  # English texts share some tag n-grams
+    assert (x[:, -2] > x[:, -1]).all()  # cosine above min-max on profiles this unlike
+
+    tagged.fit(data, seed=0)
+    tagged.save(tmp_path / "tagged")
+    config = json.loads((tmp_path / "tagged" / "config.json").read_text(encoding="utf-8"))
+    assert config["state"]["features"][-2:] == ["pos_ngram_cosine", "pos_ngram_minmax"]
+    assert PairFeatures.load(tmp_path / "tagged").predict(data.problems) == tagged.predict(data.problems)
+    config.pop("checksums")
+    config["params"]["pos_tags"] = False  # the state lists the two tag features: parameters and state disagree
+    (tmp_path / "tagged" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(HarnessError, match="malformed pair_features checkpoint"):
+        PairFeatures.load(tmp_path / "tagged")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cmcc import cmcc_rows, cross_genre_pairs
+from helpers.cmcc import cmcc_rows, cross_genre_pairs, cross_genre_training_data
 from sklearn.metrics import roc_auc_score
 
 from core.errors import HarnessError
@@ -65,14 +65,7 @@ def test_on_cmcc_whitening_separates_held_out_authors_across_genres(cmcc: Path, 
     train = [r for r in rows if int(r[0]) <= 7]
     held_out = [r for r in rows if int(r[0]) > 7]
     rng = np.random.default_rng(0)
-    problems, truth = [], {}
-    for n in range(300):  # cross-genre training pairs, half same-author
-        a = train[rng.integers(len(train))]
-        pool = [r for r in train if r[1] != a[1] and (r[0] == a[0]) == (n % 2 == 0)]
-        b = pool[rng.integers(len(pool))]
-        problems.append(VerificationProblem(f"t{n}", (a[2], b[2]), (a[1], b[1])))
-        truth[f"t{n}"] = VerificationTruth(f"t{n}", a[0] == b[0], (a[0], b[0]))
-    data = VerificationData(tuple(problems), truth, tmp_path, "x")
+    data = cross_genre_training_data(train, 300, rng, tmp_path)  # half same-author
     test_problems, same = cross_genre_pairs(held_out)
 
     aucs = {}
