@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import pickle
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,28 @@ def pos_tags(text: str) -> tuple[tuple[str, ...], ...]:
     """The Penn Treebank tag of every token (`tokens`), sentence by sentence."""
     tagger = _tagger()
     return tuple(tuple(tag for _, tag in tagger.tag(sentence)) for sentence in tokens(text))
+
+
+# English text has about 60% of its words in the tagger's dictionary of frequent unambiguous words (CMCC 0.60, the
+# forum posts 0.58); Spanish about 16%, Dutch 5%, Greek 0: below this share the texts are taken as not English
+MIN_ENGLISH_SHARE = 0.3
+
+
+def english_share(texts: Iterable[str]) -> float:
+    """The share of the texts' words (tokens starting with a letter) found in the tagger's dictionary."""
+    dictionary = _tagger().tagdict
+    words = [w for text in texts for sentence in tokens(text) for w in sentence if w[0].isalpha()]
+    return sum(w in dictionary or w.lower() in dictionary for w in words) / len(words) if words else 1.0
+
+
+def require_english(texts: Iterable[str], *, source: object, system: str) -> None:
+    """Refuse texts that are not English (`english_share` below `MIN_ENGLISH_SHARE`): the model tags English only."""
+    share = english_share(texts)
+    if share < MIN_ENGLISH_SHARE:
+        raise HarnessError(
+            f"{system}: the texts of {source} do not look English ({share:.0%} of their words are in the tagger's "
+            f"English dictionary, English text has about 60%): the part-of-speech model is trained on English only"
+        )
 
 
 def pos_ngrams(text: str, *, low: int = 1, high: int = 3) -> list[str]:

@@ -6,7 +6,8 @@ survey; Sapkota et al. 2015 compare them with typed character n-grams). The tags
 offline averaged-perceptron tagger (`toolkit.pos_tags`; the `pos` extra). Each text becomes the n-grams of its tags
 inside each sentence (n = `min_n`..`max_n`), and `TfidfCosineSystem` does the rest: vocabulary and idf from the
 training texts, cosine of known and unknown, band fitted on out-of-fold similarities of the training problems.
-Only English is tagged (the model is trained on the Wall Street Journal).
+Only English is tagged (the model is trained on the Wall Street Journal): training texts that do not look English
+are refused (`toolkit.pos_tags.require_english`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.errors import HarnessError
+from core.records import VerificationData
 from systems.baselines.cngdist import TfidfCosineSystem
 from toolkit.checkpoint import REFIT
-from toolkit.pos_tags import pos_ngrams
+from toolkit.pos_tags import pos_ngrams, require_english
 
 
 class PosNgrams(TfidfCosineSystem):
@@ -43,6 +45,13 @@ class PosNgrams(TfidfCosineSystem):
         if not 1 <= min_n <= max_n:
             raise ValueError(f"need 1 <= min_n <= max_n, got min_n={min_n}, max_n={max_n}")
         super().__init__(locals())
+
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
+        """As the base, after refusing training texts that are not English (the tagger's model is English only)."""
+        require_english(
+            (text for problem in train.problems for text in problem.texts), source=train.source, system=self.name
+        )
+        super()._fit(train, labels, seed=seed)
 
     def _analyzer_options(self) -> dict[str, Any]:
         # tags are upper case: "lowercase" False tells toolkit.checkpoint.check_tfidf_state not to refuse them

@@ -12,6 +12,7 @@ from helpers.cmcc import cmcc_rows, cross_genre_pairs, cross_genre_training_data
 from sklearn.metrics import roc_auc_score
 
 from core.errors import HarnessError
+from core.records import VerificationData, VerificationProblem, VerificationTruth
 from harness.registry import system_class
 from systems.baselines.pos_ngrams import PosNgrams
 from toolkit import pos_tags
@@ -102,3 +103,21 @@ def test_on_cmcc_tags_tell_held_out_authors_apart_across_genres(cmcc: Path, tmp_
     with pytest.raises(HarnessError, match="not 1-2 tags") as info:
         PosNgrams.load(tmp_path / "ckpt")
     assert str(config_path) in str(info.value)
+
+
+def test_texts_that_are_not_english_are_refused(tmp_path: Path) -> None:
+    """The tagger knows English only: Spanish training texts are refused before anything is fitted, naming the data;
+    the measure of Englishness separates real English (CMCC-like prose) from Spanish, Dutch and Greek."""
+    spanish = [
+        "Hoy es un día bonito y voy a la tienda a comprar pan. Después vuelvo a casa en bicicleta.",
+        "Mi hermana vive en Madrid desde hace años, pero en verano siempre viene a vernos al pueblo.",
+    ]
+    problems = tuple(VerificationProblem(f"p{i}", (spanish[i % 2], spanish[(i + 1) % 2])) for i in range(6))
+    truth = {p.id: VerificationTruth(p.id, i % 2 == 0) for i, p in enumerate(problems)}
+    data = VerificationData(problems, truth, tmp_path / "spanish", "x")
+    with pytest.raises(HarnessError, match="do not look English") as info:
+        PosNgrams(calibration_folds=2).fit(data, seed=0)
+    assert str(tmp_path / "spanish") in str(info.value)
+    assert pos_tags.english_share(["I did not think it would work, so we went home early."]) > 0.5
+    assert pos_tags.english_share(["Het is een mooie dag en ik ga naar de winkel om brood te kopen."]) < 0.2
+    assert pos_tags.english_share(["Σήμερα είναι μια όμορφη μέρα."]) == 0.0
