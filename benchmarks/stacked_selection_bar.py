@@ -22,12 +22,11 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-import numpy as np
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from verification_all import PAIR_SETS, ROWS, main_measure  # noqa: E402
+from type_pair_normalisation import keep_band_scores  # noqa: E402
+from verification_all import ROWS, main_measure, set_folders, task_of  # noqa: E402
 
 from harness.data_location import DataLocation  # noqa: E402
 from harness.metrics.verification import auc_x_c_at_1, overall  # noqa: E402
@@ -40,29 +39,25 @@ from toolkit.calibration import training_labels  # noqa: E402
 CANDIDATES = ("cngdist", "compressor", "pair_features_200", "tfidf")  # stacked's default members, as rows
 
 
+def task_of_folder(folder: Path) -> Pan23Task | PanClassicTask:
+    return Pan23Task() if task_of(folder.name.split("-")[0]) == "pan23" else PanClassicTask()
+
+
 def out_of_fold_main(row: str, folder: Path, seed: int, measure: str) -> float:
     """The row's system fitted on `folder`'s training split: its main measure on its own banded out-of-fold answers."""
     system_name, params = ROWS[row]
-    task = Pan23Task() if folder.name.split("-")[0] in PAIR_SETS else PanClassicTask()
-    train = task.load(folder, "train")
+    train = task_of_folder(folder).load(folder, "train")
     system = system_class(system_name)(**params)
-    kept: list[np.ndarray] = []
-    fit_band = system.fit_band
-
-    def keeping(data, scores, labels):  # the scores the band is fitted on: out of fold
-        band = fit_band(data, scores, labels)
-        kept.append(band.apply(np.asarray(scores, dtype=np.float64)))
-        return band
-
-    system.fit_band = keeping  # type: ignore[method-assign]
+    kept = keep_band_scores(system)
     system.fit(train, seed=seed)
+    answers = system.band.apply(kept[-1])
     labels = training_labels(train)
-    return float(auc_x_c_at_1(labels, kept[-1]) if measure == "auc_x_c_at_1" else overall(labels, kept[-1]))
+    return float(auc_x_c_at_1(labels, answers) if measure == "auc_x_c_at_1" else overall(labels, answers))
 
 
 def pooled_test(rows: list[str], folders: list[Path], seed: int, out: Path, measure: str) -> float:
     """The main measure of the test answers of each folder's row's run, pooled over the folders (PAN15's folds)."""
-    task = Pan23Task() if folders[0].name.split("-")[0] in PAIR_SETS else PanClassicTask()
+    task = task_of_folder(folders[0])
     answers: dict[str, float] = {}
     truth: dict[str, Any] = {}
     for row, folder in zip(rows, folders, strict=True):
@@ -72,13 +67,6 @@ def pooled_test(rows: list[str], folders: list[Path], seed: int, out: Path, meas
         answers.update((line["id"], line["value"]) for line in map(json.loads, filter(str.strip, lines)))
         truth.update(task.read_truth(folder / "test"))
     return float(task.score_truth(answers, truth)[measure])
-
-
-def folders_of(name: str, seed: int, out: Path) -> list[Path]:
-    sets = out / "sets"
-    if name in PAIR_SETS:
-        return [sets / f"{name}-seed{seed}"]
-    return sorted(sets.glob(f"{name}-fold-*")) if name == "pan15" else [sets / name]
 
 
 def main() -> None:
@@ -93,7 +81,7 @@ def main() -> None:
     for name in args.sets:
         measure = main_measure(name)
         for seed in args.seeds:
-            folders = folders_of(name, seed, args.out)
+            folders = set_folders(name, seed, argparse.Namespace(out=args.out, collect=True))
             chosen: list[str] = []
             notes: list[str] = []
             for folder in folders:  # PAN15: a member chosen per fold, as stacked chooses per fold

@@ -66,17 +66,17 @@ class TypePairNorm:
         return (scores - stats[:, 0]) / stats[:, 1]
 
 
-def capture_out_of_fold(system: CalibratedVerifier) -> list[np.ndarray]:
-    """Wrap the system's `cross_fit_band` so that the out-of-fold scores its band is fitted on are kept."""
+def keep_band_scores(system: CalibratedVerifier) -> list[np.ndarray]:
+    """Wrap the system's `fit_band` so that the scores each band is fitted on are kept: for a cross-fitted band
+    (`cross_fit_band`, pair_features' own search), the out-of-fold training scores."""
     kept: list[np.ndarray] = []
-    original = system.cross_fit_band
+    fit_band = system.fit_band
 
-    def wrapped(*args, **kwargs):
-        scores = original(*args, **kwargs)
+    def keeping(data, scores, labels):
         kept.append(np.asarray(scores, dtype=np.float64))
-        return scores
+        return fit_band(data, scores, labels)
 
-    system.cross_fit_band = wrapped  # type: ignore[method-assign]
+    system.fit_band = keeping  # type: ignore[method-assign]
     return kept
 
 
@@ -91,9 +91,9 @@ def run(folder: Path, name: str, seed: int) -> dict[str, dict[str, float]]:
     train, test = task.load(folder, "train"), task.load(folder, "test")
     labels = training_labels(train)
     system = system_class(name)()
-    kept = capture_out_of_fold(system)
+    kept = keep_band_scores(system)
     system.fit(train, seed=seed)
-    oof = kept[-1]
+    oof = kept[-1]  # read before the variants below fit bands of their own
     test_raw = system.raw_scores(test.problems)
     rows = {"own answers": measures(task, test, system.answer_values(test.problems))}
     variants = {

@@ -49,7 +49,7 @@ def _leave_process_group() -> None:
 
     Left to interpreter shutdown, a process that finished first could abort while the backend's threads still
     talked to the others ("terminate called without an active exception", exit -6 after its work was written: 4 of
-    20 two-process gloo runs here; 0 of 20 with this). gloo's barrier is the monitored one, so a peer that died
+    20 two-process gloo runs here; 0 of 25 with this). gloo's barrier is the monitored one, so a peer that died
     ends the wait after a minute instead of hanging.
     """
     import torch.distributed as dist
