@@ -18,7 +18,7 @@ from helpers.pan_corpora import pan15_text_disjoint_halves, run_and_predict
 from core.errors import HarnessError
 from core.records import Answer, VerificationData, VerificationProblem, VerificationTruth
 from harness import registry
-from systems.stacked import StackedEnsemble, _non_negative_logistic, forward_selection
+from systems.stacked import StackedEnsemble, _non_negative_logistic, forward_selection, lone_member_to_step_aside_for
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
 from toolkit.splits import text_key
 
@@ -216,12 +216,12 @@ def test_only_chosen_members_answer_and_are_saved(recorder: type[RecordingMember
 def test_a_lone_chosen_member_answers_through_the_meta_model_when_fold_members_answer(
     recorder: type[RecordingMember], tmp_path: Path
 ) -> None:
-    """With answerers="folds" (the default) only the chosen member's fold copies are kept, and the meta-model and
-    its band answer over their averaged values: no refitted member exists to answer alone."""
+    """With answerers="folds" (the default) and without stepping aside, only the chosen member's fold copies are
+    kept, and the meta-model and its band answer over their averaged values: no refitted member answers alone."""
     registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
     try:
         data = _toy_data(40)
-        system = StackedEnsemble(members=("recorder", "truth"), folds=4)
+        system = StackedEnsemble(members=("recorder", "truth"), folds=4, step_aside=False)
         system.fit(data, seed=0)
         assert system.info is not None and system.info["chosen"] == ["truth"]
         assert len(recorder.log) == 4 * 2  # both candidates in each fold (both log), nothing refitted
@@ -237,6 +237,88 @@ def test_a_lone_chosen_member_answers_through_the_meta_model_when_fold_members_a
         assert StackedEnsemble.load(tmp_path / "c").predict(data.problems) == system.predict(data.problems)
     finally:
         del registry.SYSTEMS["truth"]
+
+
+def test_the_best_lone_member_answers_where_no_ensemble_beats_it_out_of_fold() -> None:
+    """The comparison of step 5: each member alone with a band fitted on its own out-of-fold values, against the
+    ensemble's banded answers, by the band's measure; the ensemble must be strictly better to answer."""
+    from toolkit.calibration import fit_abstain_band, objective_function
+
+    labels = np.array([True, False] * 20)
+    ranked_right = np.where(labels, 0.7, 0.3)  # every problem on the right side: AUC 1, c@1 1
+    half_right = np.where(np.arange(40) < 20, ranked_right, 0.5)
+    members = np.column_stack([half_right, ranked_right])
+    measure = objective_function("auc_x_c_at_1")
+
+    def banded(values: np.ndarray) -> np.ndarray:
+        return fit_abstain_band(values, labels, objective="auc_x_c_at_1").apply(values)
+
+    # an ensemble only as good as the second member: it steps aside for that one (ties go to the lone member)
+    column, lone, ensemble = lone_member_to_step_aside_for(members, ranked_right, labels, banded, measure)
+    assert column == 1 and lone[1] == pytest.approx(1.0) and lone[0] < 1.0 and ensemble == pytest.approx(1.0)
+    # an ensemble better than either member answers
+    column, lone, ensemble = lone_member_to_step_aside_for(members[:, :1], ranked_right, labels, banded, measure)
+    assert column is None and ensemble > lone[0]
+
+
+def test_stacked_steps_aside_for_a_member_no_ensemble_beats(recorder: type[RecordingMember], tmp_path: Path) -> None:
+    """Issue 27, item 5: where the ensemble is no better than its best member out of fold (here the meta-model over
+    the member that ranks every problem right ties with it on AUC x c@1), that member is refitted on all training
+    problems and answers alone, with its own answers; the checkpoint keeps it alone, and reloads it."""
+    registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
+    try:
+        data = _toy_data(40)
+        system = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1")
+        system.fit(data, seed=0)
+        assert system.info is not None and system.info["stepped_aside_to"] == "truth"
+        assert system.info["chosen"] == ["truth"]
+        oof = system.info["out_of_fold_main"]
+        assert oof["measure"] == "auc_x_c_at_1" and oof["members"]["truth"] == pytest.approx(1.0)
+        assert oof["members"]["truth"] >= oof["ensemble"] and oof["members"]["recorder"] < 1.0
+        assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the lone member refitted
+        assert recorder.log[-1]["fit"] == [p.id for p in data.problems]
+        system.save(tmp_path / "c")
+        assert [p.name for p in (tmp_path / "c" / "members").iterdir()] == ["truth"]
+        own = TruthMember.load(tmp_path / "c" / "members" / "truth").predict(data.problems)
+        assert system.predict(data.problems) == own
+        loaded = StackedEnsemble.load(tmp_path / "c")
+        assert loaded.predict(data.problems) == own and loaded.params()["step_aside"] is True
+        # with step_aside=False the same fit keeps the meta-model answering through the fold members
+        kept = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1", step_aside=False)
+        kept.fit(data, seed=0)
+        assert kept.info is not None and kept.info["stepped_aside_to"] is None
+        assert kept._systems is not None and len(kept._systems) == 4
+    finally:
+        del registry.SYSTEMS["truth"]
+
+
+def _reloaded_as_written_before(
+    system: StackedEnsemble,
+    tmp_path: Path,
+    *,
+    params: Sequence[str] = (),
+    state: Sequence[str] = (),
+    arrays: Sequence[str] = (),
+) -> StackedEnsemble:
+    """`system`'s checkpoint without the named entries (as an older version wrote it), loaded."""
+    system.save(tmp_path / "new")
+    saved_params, saved_state, saved_arrays = load_checkpoint(tmp_path / "new", system="stacked")
+    for saved, names in ((saved_params, params), (saved_state, state), (saved_arrays, arrays)):
+        for name in names:
+            del saved[name]
+    save_checkpoint(tmp_path / "old", system="stacked", params=saved_params, state=saved_state, arrays=saved_arrays)
+    shutil.copytree(tmp_path / "new" / "members", tmp_path / "old" / "members")
+    return StackedEnsemble.load(tmp_path / "old")
+
+
+def test_a_checkpoint_written_before_stepping_aside_loads_as_it_answered(tmp_path: Path) -> None:
+    """Checkpoints written before `step_aside` existed never stepped aside: they load with step_aside off."""
+    data = _toy_data()
+    system = StackedEnsemble(members=("length_ratio", "cngdist"), member_params={}, folds=3, step_aside=False)
+    system.fit(data, seed=0)
+    old = _reloaded_as_written_before(system, tmp_path, params=["step_aside"], state=["stepped_aside"])
+    assert old.params()["step_aside"] is False
+    assert old.predict(data.problems) == system.predict(data.problems)
 
 
 class WrongWayMember(RecordingMember):
@@ -311,13 +393,10 @@ def test_a_checkpoint_written_before_scores_were_read_reads_answers(tmp_path: Pa
     system = StackedEnsemble(members=("length_ratio", "cngdist"), member_params={}, folds=3, select="all",
                              member_values="answers", answerers="refit")  # fmt: skip
     system.fit(data, seed=0)
-    system.save(tmp_path / "new")
-    params, state, arrays = load_checkpoint(tmp_path / "new", system="stacked")
-    del params["member_values"], arrays["center"], arrays["scale"]
-    del params["answerers"], state["answering_groups"]  # and before the fold members could answer
-    save_checkpoint(tmp_path / "old", system="stacked", params=params, state=state, arrays=arrays)
-    shutil.copytree(tmp_path / "new" / "members", tmp_path / "old" / "members")
-    old = StackedEnsemble.load(tmp_path / "old")
+    old = _reloaded_as_written_before(  # and before the fold members could answer, or stacked step aside
+        system, tmp_path, params=["member_values", "answerers", "step_aside"],
+        state=["answering_groups", "stepped_aside"], arrays=["center", "scale"],
+    )  # fmt: skip
     assert old.params()["member_values"] == "answers" and old.params()["answerers"] == "refit"
     assert old.predict(data.problems) == system.predict(data.problems)
 
@@ -327,12 +406,7 @@ def test_a_checkpoint_written_before_selection_loads_with_every_member(tmp_path:
     data = _toy_data()
     system = StackedEnsemble(members=("length_ratio", "cngdist"), member_params={}, folds=3, select="all")
     system.fit(data, seed=0)
-    system.save(tmp_path / "new")
-    params, state, arrays = load_checkpoint(tmp_path / "new", system="stacked")
-    del params["select"], state["chosen"]
-    save_checkpoint(tmp_path / "old", system="stacked", params=params, state=state, arrays=arrays)
-    shutil.copytree(tmp_path / "new" / "members", tmp_path / "old" / "members")
-    old = StackedEnsemble.load(tmp_path / "old")
+    old = _reloaded_as_written_before(system, tmp_path, params=["select"], state=["chosen"])
     assert old.params()["select"] == "all"
     assert old.predict(data.problems) == system.predict(data.problems)
 
@@ -358,7 +432,7 @@ def test_parameters_and_errors(tmp_path: Path) -> None:
         StackedEnsemble(members=("nope",)).fit(_toy_data(), seed=0)
     with pytest.raises(HarnessError, match="not fitted"):
         StackedEnsemble().predict(_toy_data().problems)
-    system = StackedEnsemble(members=("length_ratio",), folds=3)
+    system = StackedEnsemble(members=("length_ratio",), folds=3, step_aside=False)
     system.fit(_toy_data(), seed=0)
     system.save(tmp_path / "c")
     shutil.rmtree(tmp_path / "c" / "members" / "fold-1" / "length_ratio")
@@ -395,15 +469,22 @@ def test_beats_chance_on_real_pan15_text_disjoint_split_and_harness_predict_relo
     of 50 problems in 9 text groups, sat above every test score; best-band c@1 0.73) on the test half (50
     problems), trained on the other 50. Before the meta-model's weights were held non-negative it scored AUC 0.34
     here. With the fold members answering and the meta-model reading their scores (the default since 328f931):
-    AUC 0.793, c@1 0.59. The bar, 0.60, is about 1.2 standard deviations of a random scorer's AUC on such a half
+    AUC 0.793, c@1 0.59. Since stacked steps aside (step 5): out of fold pair_features alone scored AUC x c@1 0.564,
+    the ensemble of pair_features and compressor 0.550, so pair_features refitted on the 50 problems answers: AUC
+    0.831, c@1 0.792. The bar, 0.60, is about 1.2 standard deviations of a random scorer's AUC on such a half
     (sd ~0.084) above chance: a floor that catches a broken pipeline, not a claim of quality.
     """
     data = pan15_text_disjoint_halves(tmp_path)
     scores = run_and_predict("stacked", data, tmp_path)
     assert scores["auc"] > 0.60
-    # the default: the fold members answer, and `harness predict` reloaded all five folds' members
+    # the member stacked stepped aside for answers, and `harness predict` reloaded it alone
     (checkpoint,) = (tmp_path / "runs" / "pan-classic" / data.name).glob("stacked/seed-0/checkpoint")
-    assert sorted(p.name for p in (checkpoint / "members").iterdir()) == [f"fold-{i}" for i in range(5)]
+    _, state, _ = load_checkpoint(checkpoint, system="stacked")
+    assert state["info"]["stepped_aside_to"] == "pair_features"
+    assert (
+        state["info"]["out_of_fold_main"]["members"]["pair_features"] >= state["info"]["out_of_fold_main"]["ensemble"]
+    )
+    assert sorted(p.name for p in (checkpoint / "members").iterdir()) == ["pair_features"]
 
 
 def test_refitted_members_answering_real_pan15_problems_beat_chance_and_reload(tmp_path: Path) -> None:
