@@ -375,6 +375,11 @@ class StackedEnsemble(CalibratedVerifier):
         self._stepped_aside = self.select == "cv" and self.step_aside and lone is not None
         if self._stepped_aside:
             assert lone is not None
+            logger.info(
+                "%s: no ensemble beats %s out of fold (%s %.3f against %.3f): %s answers alone",
+                self.name, self.members[lone], band_measure["objective"], lone_main[lone], ensemble_main,
+                self.members[lone],
+            )  # fmt: skip
             columns, chosen = [lone], [self.members[lone]]
             coef, intercept = self._fit_meta(meta[:, columns], labels, seed)  # kept for its info, as with "refit"
             meta_scores = _sigmoid(meta[:, columns] @ coef + intercept)

@@ -276,7 +276,9 @@ def test_nested_folds_keep_each_fold_out_of_the_choices_made_for_it() -> None:
         assert set(fit_on) | set(held_out) <= {0, 2, 3} and not set(fit_on) & set(held_out)
 
 
-def test_stacked_steps_aside_for_a_member_no_ensemble_beats(recorder: type[RecordingMember], tmp_path: Path) -> None:
+def test_stacked_steps_aside_for_a_member_no_ensemble_beats(
+    recorder: type[RecordingMember], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Issue 27, item 5: where the ensemble is no better than its best member out of fold (here the meta-model over
     the member that ranks every problem right ties with it on AUC x c@1), that member is refitted on all training
     problems and answers alone, with its own answers; the checkpoint keeps it alone, and reloads it."""
@@ -284,7 +286,9 @@ def test_stacked_steps_aside_for_a_member_no_ensemble_beats(recorder: type[Recor
     try:
         data = _toy_data(40)
         system = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1")
-        system.fit(data, seed=0)
+        with caplog.at_level("INFO", logger="harness"):
+            system.fit(data, seed=0)
+        assert "no ensemble beats truth out of fold (auc_x_c_at_1 1.000 against" in caplog.text
         assert system.info is not None and system.info["stepped_aside_to"] == "truth"
         assert system.info["chosen"] == ["truth"]
         oof = system.info["out_of_fold_main"]
