@@ -393,7 +393,7 @@ class PairFeatures(CalibratedVerifier):
         if self.pos_tags:
             from toolkit.pos_tags import require_english
 
-            require_english((t for p in train.problems for t in p.texts), source=train.source, system=self.name)
+            require_english(train, system=self.name)
         x = self.features(train.problems)
         folds, info = cross_fitted_folds(train.problems, k=self.calibration_folds, seed=seed)
         select = objective_function("auc_x_c_at_1")

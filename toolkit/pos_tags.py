@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError
+from core.records import VerificationData
 
 MODEL_PACKAGE = "textblob_aptagger"
 MODEL_FILE = "trontagger-0.1.0.pickle"
@@ -113,13 +114,15 @@ def english_share(texts: Iterable[str]) -> float:
     return sum(w in dictionary or w.lower() in dictionary for w in words) / len(words) if words else 1.0
 
 
-def require_english(texts: Iterable[str], *, source: object, system: str) -> None:
-    """Refuse texts that are not English (`english_share` below `MIN_ENGLISH_SHARE`): the model tags English only."""
-    share = english_share(texts)
+def require_english(train: VerificationData, *, system: str) -> None:
+    """Refuse training texts that are not English (`english_share` below `MIN_ENGLISH_SHARE`): the model tags English
+    only."""
+    share = english_share(text for problem in train.problems for text in problem.texts)
     if share < MIN_ENGLISH_SHARE:
         raise HarnessError(
-            f"{system}: the texts of {source} do not look English ({share:.0%} of their words are in the tagger's "
-            f"English dictionary, English text has about 60%): the part-of-speech model is trained on English only"
+            f"{system}: the texts of {train.source} do not look English ({share:.0%} of their words are in the "
+            f"tagger's English dictionary, English text has about 60%): the part-of-speech model is trained on "
+            f"English only"
         )
 
 

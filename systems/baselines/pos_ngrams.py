@@ -48,9 +48,7 @@ class PosNgrams(TfidfCosineSystem):
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """As the base, after refusing training texts that are not English (the tagger's model is English only)."""
-        require_english(
-            (text for problem in train.problems for text in problem.texts), source=train.source, system=self.name
-        )
+        require_english(train, system=self.name)
         super()._fit(train, labels, seed=seed)
 
     def _analyzer_options(self) -> dict[str, Any]:
