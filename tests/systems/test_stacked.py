@@ -194,55 +194,53 @@ class TruthMember(RecordingMember):
         return [Answer(p.id, 0.8 if int(p.id[1:]) % 4 < 2 else 0.2) for p in problems]
 
 
-def test_only_chosen_members_answer_and_are_saved(recorder: type[RecordingMember], tmp_path: Path) -> None:
+@pytest.fixture
+def truth(monkeypatch: pytest.MonkeyPatch) -> type[TruthMember]:
+    monkeypatch.setitem(registry.SYSTEMS, "truth", registry.Entry(f"{__name__}:TruthMember", "test fake"))
+    return TruthMember
+
+
+def test_only_chosen_members_answer_and_are_saved(
+    recorder: type[RecordingMember], truth: type[TruthMember], tmp_path: Path
+) -> None:
     """A member that ranks every problem right is chosen alone: the length-based recorder adds nothing to it. Only
     the chosen member is refitted, saved and loaded."""
-    registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
-    try:
-        data = _toy_data(40)
-        system = StackedEnsemble(members=("recorder", "truth"), folds=4, answerers="refit")
-        system.fit(data, seed=0)
-        assert system.info is not None and system.info["chosen"] == ["truth"]
-        assert system.info["selection"] == [["truth", 1.0]]
-        assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the chosen one only (both log)
-        assert system._systems is not None and [type(m).name for m in system._systems[0]] == ["truth"]
-        system.save(tmp_path / "c")
-        assert [p.name for p in (tmp_path / "c" / "members").iterdir()] == ["truth"]
-        loaded = StackedEnsemble.load(tmp_path / "c")
-        assert loaded.predict(data.problems) == system.predict(data.problems)
-        assert loaded.params()["select"] == "cv"
-        # the lone member's own answers, not a second band over them
-        assert system.predict(data.problems) == TruthMember.load(tmp_path / "c" / "members" / "truth").predict(
-            data.problems
-        )
-    finally:
-        del registry.SYSTEMS["truth"]
+    data = _toy_data(40)
+    system = StackedEnsemble(members=("recorder", "truth"), folds=4, answerers="refit")
+    system.fit(data, seed=0)
+    assert system.info is not None and system.info["chosen"] == ["truth"]
+    assert system.info["selection"] == [["truth", 1.0]]
+    assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the chosen one only (both log)
+    assert system._systems is not None and [type(m).name for m in system._systems[0]] == ["truth"]
+    system.save(tmp_path / "c")
+    assert [p.name for p in (tmp_path / "c" / "members").iterdir()] == ["truth"]
+    loaded = StackedEnsemble.load(tmp_path / "c")
+    assert loaded.predict(data.problems) == system.predict(data.problems)
+    assert loaded.params()["select"] == "cv"
+    # the lone member's own answers, not a second band over them
+    assert system.predict(data.problems) == TruthMember.load(tmp_path / "c" / "members" / "truth").predict(
+        data.problems
+    )
 
 
 def test_a_lone_chosen_member_answers_through_the_meta_model_when_fold_members_answer(
-    recorder: type[RecordingMember], tmp_path: Path
+    recorder: type[RecordingMember], truth: type[TruthMember], tmp_path: Path
 ) -> None:
     """With answerers="folds" (the default) and without stepping aside, only the chosen member's fold copies are
     kept, and the meta-model and its band answer over their averaged values: no refitted member answers alone."""
-    registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
-    try:
-        data = _toy_data(40)
-        system = StackedEnsemble(members=("recorder", "truth"), folds=4, step_aside=False)
-        system.fit(data, seed=0)
-        assert system.info is not None and system.info["chosen"] == ["truth"]
-        assert len(recorder.log) == 4 * 2  # both candidates in each fold (both log), nothing refitted
-        system.save(tmp_path / "c")
-        saved = sorted(
-            p.relative_to(tmp_path / "c" / "members").as_posix() for p in (tmp_path / "c").glob("members/*/*")
-        )
-        assert saved == [f"fold-{i}/truth" for i in range(4)]
-        answers = [a.value for a in system.predict(data.problems)]
-        assert np.allclose(answers, system.band.apply(system.raw_scores(data.problems)))
-        truth = [int(p.id[1:]) % 4 < 2 for p in data.problems]
-        assert all((a > 0.5) == same for a, same in zip(answers, truth, strict=True) if a != 0.5)
-        assert StackedEnsemble.load(tmp_path / "c").predict(data.problems) == system.predict(data.problems)
-    finally:
-        del registry.SYSTEMS["truth"]
+    data = _toy_data(40)
+    system = StackedEnsemble(members=("recorder", "truth"), folds=4, step_aside=False)
+    system.fit(data, seed=0)
+    assert system.info is not None and system.info["chosen"] == ["truth"]
+    assert len(recorder.log) == 4 * 2  # both candidates in each fold (both log), nothing refitted
+    system.save(tmp_path / "c")
+    saved = sorted(p.relative_to(tmp_path / "c" / "members").as_posix() for p in (tmp_path / "c").glob("members/*/*"))
+    assert saved == [f"fold-{i}/truth" for i in range(4)]
+    answers = [a.value for a in system.predict(data.problems)]
+    assert np.allclose(answers, system.band.apply(system.raw_scores(data.problems)))
+    same_author = [int(p.id[1:]) % 4 < 2 for p in data.problems]
+    assert all((a > 0.5) == same for a, same in zip(answers, same_author, strict=True) if a != 0.5)
+    assert StackedEnsemble.load(tmp_path / "c").predict(data.problems) == system.predict(data.problems)
 
 
 def test_the_best_lone_member_answers_where_no_ensemble_beats_it_out_of_fold() -> None:
@@ -277,38 +275,34 @@ def test_nested_folds_keep_each_fold_out_of_the_choices_made_for_it() -> None:
 
 
 def test_stacked_steps_aside_for_a_member_no_ensemble_beats(
-    recorder: type[RecordingMember], tmp_path: Path, caplog: pytest.LogCaptureFixture
+    recorder: type[RecordingMember], truth: type[TruthMember], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 27, item 5: where the ensemble is no better than its best member out of fold (here the meta-model over
     the member that ranks every problem right ties with it on AUC x c@1), that member is refitted on all training
     problems and answers alone, with its own answers; the checkpoint keeps it alone, and reloads it."""
-    registry.SYSTEMS["truth"] = registry.Entry(f"{__name__}:TruthMember", "test fake")
-    try:
-        data = _toy_data(40)
-        system = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1")
-        with caplog.at_level("INFO", logger="harness"):
-            system.fit(data, seed=0)
-        assert "no ensemble beats truth out of fold (auc_x_c_at_1 1.000 against" in caplog.text
-        assert system.info is not None and system.info["stepped_aside_to"] == "truth"
-        assert system.info["chosen"] == ["truth"]
-        oof = system.info["out_of_fold_main"]
-        assert oof["measure"] == "auc_x_c_at_1" and oof["members"]["truth"] == pytest.approx(1.0)
-        assert oof["members"]["truth"] >= oof["ensemble"] and oof["members"]["recorder"] < 1.0
-        assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the lone member refitted
-        assert recorder.log[-1]["fit"] == [p.id for p in data.problems]
-        system.save(tmp_path / "c")
-        assert [p.name for p in (tmp_path / "c" / "members").iterdir()] == ["truth"]
-        own = TruthMember.load(tmp_path / "c" / "members" / "truth").predict(data.problems)
-        assert system.predict(data.problems) == own
-        loaded = StackedEnsemble.load(tmp_path / "c")
-        assert loaded.predict(data.problems) == own and loaded.params()["step_aside"] is True
-        # with step_aside=False the same fit keeps the meta-model answering through the fold members
-        kept = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1", step_aside=False)
-        kept.fit(data, seed=0)
-        assert kept.info is not None and kept.info["stepped_aside_to"] is None
-        assert kept._systems is not None and len(kept._systems) == 4
-    finally:
-        del registry.SYSTEMS["truth"]
+    data = _toy_data(40)
+    system = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1")
+    with caplog.at_level("INFO", logger="harness"):
+        system.fit(data, seed=0)
+    assert "no ensemble beats truth out of fold (auc_x_c_at_1 1.000 against" in caplog.text
+    assert system.info is not None and system.info["stepped_aside_to"] == "truth"
+    assert system.info["chosen"] == ["truth"]
+    oof = system.info["out_of_fold_main"]
+    assert oof["measure"] == "auc_x_c_at_1" and oof["members"]["truth"] == pytest.approx(1.0)
+    assert oof["members"]["truth"] >= oof["ensemble"] and oof["members"]["recorder"] < 1.0
+    assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the lone member refitted
+    assert recorder.log[-1]["fit"] == [p.id for p in data.problems]
+    system.save(tmp_path / "c")
+    assert [p.name for p in (tmp_path / "c" / "members").iterdir()] == ["truth"]
+    own = TruthMember.load(tmp_path / "c" / "members" / "truth").predict(data.problems)
+    assert system.predict(data.problems) == own
+    loaded = StackedEnsemble.load(tmp_path / "c")
+    assert loaded.predict(data.problems) == own and loaded.params()["step_aside"] is True
+    # with step_aside=False the same fit keeps the meta-model answering through the fold members
+    kept = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1", step_aside=False)
+    kept.fit(data, seed=0)
+    assert kept.info is not None and kept.info["stepped_aside_to"] is None
+    assert kept._systems is not None and len(kept._systems) == 4
 
 
 def _reloaded_as_written_before(
