@@ -3,104 +3,52 @@
 Stamatatos, E., Daelemans, W., Verhoeven, B., Potthast, M., Stein, B., Juola, P., Sanchez-Perez, M. A. and
 Barron-Cedeno, A. (2014). Overview of the Author Identification Task at PAN 2014. CLEF 2014 Working Notes.
 
-The PAN 2014 overview ("we continue the successful practice of the PAN labs to examine meta-models based on
-the combination of all submitted systems") combined the answers of the 13 submitted verifiers into a
-meta-model, which on the English essays scored above the best single submission (AUC x c@1 0.531 against
-Frery et al.'s 0.513). This system does the same over the verifiers of this harness: its meta-features are
-the answers (or scores) of its `members`, and its meta-model is a logistic regression on them, learned on the training
-problems. The overview's exact combination rule was not at hand when this was written, so the learned
-combination and the settings below are ours, not the paper's.
-
-A member's meta-feature is its score before its own band (`CalibratedVerifier.scores`; `member_values="scores"`,
-the default), standardised over the training problems, or its answer (in [0, 1], 0.5 for "no answer";
-`member_values="answers"`). Scores keep the order that answers lose inside a member's band, but they are on the
-scale of the model that made them. So the models that made the out-of-fold meta-features are the ones that answer
-(`answerers="folds"`, the default; step 6). Scores read from members refitted on all problems moved off that scale:
-on the forum cross-kind set, seed 1, they put 4,828 of 5,000 test answers below the band (overall 0.406), where the
-fold members' scores give 0.624 (benchmarks/README.md, "stacked answering with its fold members").
+PAN 2014 combined the answers of its 13 submitted verifiers into a meta-model, which on the English essays
+scored above the best single submission (AUC x c@1 0.531 against Frery et al.'s 0.513). This system does the
+same over this harness's verifiers (its `members`). The overview's exact combination rule was not at hand when
+this was written, so the rule and the settings below are ours, not the paper's.
 
 Fitting, so that nothing is fitted on scores of problems the scorer saw:
-1. The training problems are cut into `folds` folds (`toolkit.calibration.cross_fitted_folds`: text-disjoint
-   groups, author-disjoint where the truth names authors; text-disjoint only where author-disjoint folds leave a
-   fold without training problems, as on CMCC's 7 training authors; `info["by"]` says which). For each fold,
-   every member is built fresh (with its `member_params`), fitted on the other folds' problems only, and answers
-   the fold's problems: these out-of-fold answers (or scores) are the meta-features. Text-disjoint folds let a
-   member that learns the training authors meet them again in its held-out part, so its out-of-fold values are
-   optimistic there, and a warning says so: on CMCC with wccn and encoder_wccn as candidates, wccn's out-of-fold
-   AUC was 0.92 (test AUC 0.62 alone), the selection took it alone, and stacked fell below the default members'
-   ensemble (benchmarks/README.md, "stacked answering with its fold members").
-2. Which members answer is chosen on these out-of-fold meta-features (`select="cv"`, the default): forward selection
-   (Caruana et al. 2004, "Ensemble selection from libraries of models") adds, one at a time, the member that most
-   raises the meta-model's cross-validated AUC (a meta-model fitted on the other folds' rows, its AUC on each
-   fold's rows, averaged over folds), and stops when no member raises it. A lone member is a candidate like any
-   other, so where stacking does not help on the training problems the ensemble is its best member, and it answers
-   as that member does (a second band over answers it has banded already would fit the same out-of-fold evidence
-   again and lose what ties at 0.5). `select="all"` keeps every member (PAN 2014's meta-model over all
-   submissions). `info["chosen"]` names the members chosen, `info["selection"]` the cross-validated AUC after
-   each step. Where no member's meta-model beats chance (AUC 0.5) out of fold, the training problems cannot choose,
-   and every member stays (`info["selection"]` is then empty).
-3. The meta-model is fitted on the chosen members' out-of-fold meta-features.
-4. Its abstain band (`toolkit.calibration.fit_abstain_band`) is fitted on the scores this meta-model, the one
-   that answers, gives the out-of-fold meta-features: the scale it answers on. (Fitted on the fold meta-models'
-   out-of-fold scores before, it sat on another scale: on the forum cross-kind set every test score fell inside
-   the band, every answer one class or no answer. The meta-model has one weight per member and an intercept, so
-   scoring its own training meta-features is nearly out of sample; the members' values in them are.) With one
-   member chosen, meta-model and band are still fitted, kept and reported (`info["meta_auc_x_c_at_1"]`), and with
-   `answerers="refit"` the member answers.
-5. Stepping aside (`step_aside=True`, the default, with `select="cv"`): the ensemble and each member alone are judged
-   alike, by the band's own measure (the task's main one) on out-of-fold scores with a band fitted on them. A
-   member's are its meta-features (step 1: fold models' scores); the ensemble's are nested the same way: for each
-   fold, members chosen by forward selection on the other folds and a meta-model fitted on the rows the fold may be
-   fitted on score the fold's rows. Where the ensemble does not beat the best lone member strictly, that member,
-   refitted on all training problems, answers alone with its own calibration; `info["stepped_aside_to"]` names it and
-   `info["out_of_fold_main"]` holds every figure compared. Why: forward selection goes by AUC, which ignores the
-   band, and a lone member answering through the meta-model, or through the average of its fold copies, fell short of
-   its own figure (PAN13 and PAN15: stacked 0.637 and 0.503 AUC x c@1 where the member a user picks on training data
-   alone scored 0.679 and 0.567; benchmarks/README.md, "stacked against the member chosen on training data"). Why
-   nested: judged on the scores of the selection and meta-model fitted on the same rows
-   (`info["out_of_fold_main"]["ensemble_not_nested"]`), the ensemble carries an optimism the members' figures lack;
-   so judged, it was kept on PAN15's fold 1 (0.603-0.631 against 0.584-0.600) and scored 0.09-0.11 below the lone
-   member on the test fold (benchmarks/README.md, "stacked steps aside"). A band per fold as well (every choice
-   nested) was tried on PAN15's text-disjoint halves and left: bands fitted on 20-30 rows are noisy enough to pick a
-   weaker member there.
-6. Who answers at prediction time (`answerers`). "folds" (the default; the k-fold stacking recipe that averages the
-   fold models' test predictions): nothing is refitted; each fold's chosen members, the models whose out-of-fold
-   values the meta-model and its band were fitted on, answer every test problem (unless stacked stepped aside, step
-   5), and their values are averaged over the folds before the meta-model reads them. A refitted member has seen more
-   problems than a fold member, so its values need not be on the scale the band was fitted on; the fold members' are,
-   at the cost of each having seen fewer problems, and `folds` times the members' prediction time. With "folds" the
-   meta-model and its band answer even where one member was chosen (step 2) and stacked did not step aside (step 5):
-   the average over folds of a member's answers is no longer one of its banded answers. "refit" (the default before
-   issue 27's cross-fitting): every chosen member is refitted on all training problems, and these answer. On the six
-   verification sets of benchmarks/README.md ("stacked answering with its fold members") the fold members with their
-   scores scored above the refitted members with their answers on five, and removed the forum set's one-class seeds
-   (overall 0.624 ± 0.001 against 0.572 ± 0.065).
+1. Meta-features. The training problems are cut into `folds` folds (`toolkit.calibration.cross_fitted_folds`:
+   text-disjoint, and author-disjoint where the truth names authors and that leaves every fold training
+   problems; `info["by"]` says which). For each fold every member is built fresh (with its `member_params`),
+   fitted on the other folds and scores the fold's problems. A member's meta-feature is its score before its
+   own band (`member_values="scores"`, standardised over the training problems) or its answer ("answers").
+   Where folds keep texts but not authors apart (CMCC's 7 training authors), a member that learns the
+   training authors (wccn) looks better out of fold than it is, and a warning says so.
+2. Selection (`select="cv"`): forward selection (Caruana et al. 2004) adds the member that most raises the
+   meta-model's cross-validated AUC and stops when none does; `info["chosen"]`, `info["selection"]`. Where no
+   member beats chance out of fold, every member stays. `select="all"` keeps every member (PAN 2014's rule).
+3. Meta-model: logistic regression (scikit-learn's L2 objective, C = `meta_c`) on the chosen members'
+   out-of-fold values, with non-negative member weights (`non_negative`, as in Breiman 1996, "Stacked
+   regressions"): every member scores higher for "same author", so a negative weight only fits noise.
+4. Band: `toolkit.calibration.fit_abstain_band` on the scores this meta-model (the one that answers) gives the
+   out-of-fold values, maximising the task's main measure (`objective="task"`).
+5. Stepping aside (`step_aside`, with `select="cv"`): the ensemble and each member alone are judged by that
+   measure on out-of-fold answers, each with a band fitted on its out-of-fold scores; the ensemble's are nested
+   (selection and meta-model refitted inside each fold, `inner_folds`), as the members' are. Where the
+   ensemble does not beat the best member strictly, that member, refitted on all training problems, answers
+   alone with its own calibration (`info["stepped_aside_to"]`; every figure compared in
+   `info["out_of_fold_main"]`).
+6. Who answers (`answerers`): "folds" (the default) keeps each fold's chosen members, the models whose scores
+   the meta-model and band were fitted on, and averages their values over folds; "refit" refits the chosen
+   members on all training problems (faster to answer, but their scores leave the scale the band was fitted on);
+   where one member is chosen, it then answers with its own band.
 
-Defaults (ours; see above): `members` = cngdist, compressor, pair_features, tfidf, the fast ones among this
-harness's verifiers (each under a minute for one fit + predict on PAN14 essays); they are the candidates the
-selection chooses from. `impostors` is left out: one fit + predict of it on PAN14 essays took 136-151 s on the
-loaded 2-core development VM (2026-11-23), stacking fits every member `folds` times (one more with
-`answerers="refit"`: about 14 minutes for it alone then), and it scored below pair_features there; `wccn` too (one
-fit on PAN14 essays took about 2 minutes, and a stacked fit makes 5 or 6), which
-`--param members=cngdist,compressor,pair_features,tfidf,wccn` adds. Logistic regression
-with scikit-learn's L2 objective (C = 1) with its member weights held non-negative (`non_negative`, as in Breiman's
-"Stacked regressions", 1996): every member answers higher for "same author", so a negative weight only fits
-noise in the out-of-fold answers. Added after a run that showed it: on PAN15 English split into text-disjoint
-halves (50 training problems, 9 text groups), the members' out-of-fold AUCs on the training half were 0.45,
-0.63, 0.43 (cngdist, compressor, pair_features), the unconstrained meta-model gave two of them negative
-weights, and it scored AUC 0.34 on the other half, where each member alone scored 0.64-0.71. Band maximising
-the training split's ranking measure (`objective="task"`): AUC x c@1, PAN 2014's, on PAN 2013-2015 corpora;
-overall on PAN 2020-2023 data.
+Why each step is as it is, with the runs that decided it, is in benchmarks/README.md: "stacked choosing its
+members by cross-validation", "stacked answering with its fold members", "Folds that do not starve a fold",
+"stacked steps aside" and "Why stacked stays below its best member".
 
-Each member is built with its own defaults unless `member_params` gives it parameters: a mapping from member
-name to that member's parameters, e.g. `--param member_params.compressor.grid_step=0.02` (nested or dotted, as
-`harness run --param` takes them for the member itself). Its default gives `pair_features` 200 trees (its
-random-forest variant, which its docstring shows was preferred on training data alone); a `member_params`
-given replaces that default whole (`--param member_params={}`: every member with its own defaults).
+Defaults: `members` = cngdist, compressor, pair_features (with 200 trees, `DEFAULT_MEMBER_PARAMS`), tfidf, the
+fast verifiers (each fit + predict under a minute on PAN14 essays here); stacking fits each member `folds`
+times. impostors (2-3 minutes a fit there) and wccn (about 2) are left out and can be added:
+`--param members=cngdist,compressor,pair_features,tfidf,wccn`. `member_params` maps a member's name to its
+parameters (`--param member_params.compressor.grid_step=0.02`); given, it replaces the default whole
+(`--param member_params={}`: every member with its own defaults).
 
-The checkpoint holds each answering member's own checkpoint, in `members/fold-<i>/<name>/` for fold i's chosen
-members (`answerers="folds"`) or `members/<name>/` for the refitted ones, and the meta-model's coefficients
-(weights.safetensors) and band (config.json): no pickle.
+The checkpoint holds the meta-model's coefficients (weights.safetensors) and band (config.json), and each
+answering member's own checkpoint: `members/fold-<i>/<name>/` for fold i's members, `members/<name>/` for a
+refitted one. No pickle.
 """
 
 from __future__ import annotations
@@ -466,12 +414,12 @@ class StackedEnsemble(CalibratedVerifier):
         return _non_negative_logistic(x, y, self.meta_c)
 
     def _answers_as_lone_member(self) -> bool:
-        """Whether one refitted member answers for the ensemble (stepped aside for, or one chosen; steps 4-5)."""
+        """Whether one refitted member answers for the ensemble (stepped aside for, or one chosen; steps 5-6)."""
         assert self._systems is not None
         return self._stepped_aside or (self.answerers == "refit" and len(self._systems[0]) == 1)
 
     def answer_values(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
-        """The meta-model's answers; where one refitted member answers, that member's own (steps 4-5 above)."""
+        """The meta-model's answers; where one refitted member answers, that member's own (steps 5-6 above)."""
         self._check_fitted()
         assert self._systems is not None
         if self._answers_as_lone_member():
