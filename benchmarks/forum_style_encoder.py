@@ -3,8 +3,9 @@
 For each seed N: pre-train a style encoder on the posts less the test side of that seed's own set (its test authors,
 the threads of its test texts, the texts: `harness pretrain-style --exclude-test-of`), score the set with
 `encoder_wccn` on the trained embedding (`whiten=auto`: the whitening kept or left out by the out-of-fold AUC on the
-training pairs), and put every seed in one table with the mean ± sd. Runs are kept: a seed whose encoder or run exists
-is not redone (delete its folder to redo it).
+training pairs), and put every seed in one table with the mean ± sd. With `--transfer cmcc` the same encoder also
+scores `cmcc-seedN` from the same sets folder (transfer to another corpus: the encoder saw none of its texts), in a
+table of its own. Runs are kept: a seed whose encoder or run exists is not redone (delete its folder to redo it).
 
 Meant for a GPU machine: `--preset gpu` took 70-76 s a seed on an H200 (1,200 steps) and the verifier 40 s; on a CPU
 it takes hours and `--preset cpu` only checks the pipeline (benchmarks/README.md, "The style encoder's GPU preset with
@@ -12,7 +13,7 @@ each set's own exclusions").
 
     python benchmarks/verification_all.py --out WORK --sets forum --systems length_ratio  # builds the sets
     python benchmarks/forum_style_encoder.py --posts ../shared/data/forum-posts --sets WORK/sets --out OUT \
-        --seeds 0 1 2 --preset gpu --steps 1200
+        --seeds 0 1 2 --preset gpu --steps 1200 [--transfer cmcc]
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "style_pretraining.json"  # as systems/style_encoder/pretraining.py writes it (not imported: no torch here)
+FORUM = "forum"  # the sets the encoders leave out the test side of: FORUM-seedN
 
 
 def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     command = ["pretrain-style", str(args.posts), str(encoder_dir(args.out, seed)), "--preset", args.preset]
-    command += ["--seed", str(seed), "--exclude-test-of", str(set_dir(args.sets, seed))]
+    command += ["--seed", str(seed), "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
     given = (("--steps", args.steps), ("--model", args.model), ("--device", args.device))
     for option, value in (*given, ("--cross-kind-share", args.cross_kind_share)):
         if value is not None:
@@ -38,10 +40,10 @@ def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     return command
 
 
-def run_command(args: argparse.Namespace, seed: int) -> list[str]:
+def run_command(args: argparse.Namespace, seed: int, name: str = FORUM) -> list[str]:
     encoder = encoder_dir(args.out, seed)
     depth = json.loads((encoder / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]
-    command = ["run", "--system", "encoder_wccn", "--task", "pan23", "--data", str(set_dir(args.sets, seed))]
+    command = ["run", "--system", "encoder_wccn", "--task", "pan23", "--data", str(set_dir(args.sets, seed, name))]
     command += ["--seed", str(seed), "--out", str(args.out / "runs"), "--param", f"encoder.model={encoder}"]
     return command + ["--param", f"encoder.layers=[{depth}]", "--param", "whiten=auto"]
 
@@ -50,13 +52,13 @@ def encoder_dir(out: Path, seed: int) -> Path:
     return out / f"encoder-seed{seed}"
 
 
-def set_dir(sets: Path, seed: int) -> Path:
-    return sets / f"forum-seed{seed}"
+def set_dir(sets: Path, seed: int, name: str = FORUM) -> Path:
+    return sets / f"{name}-seed{seed}"
 
 
-def run_dir(out: Path, seed: int) -> Path | None:
-    """The seed's encoder_wccn run folder (its name carries the parameters' hash), or None before it is run."""
-    found = sorted((out / "runs" / "pan23" / f"forum-seed{seed}").glob(f"encoder_wccn*/seed-{seed}/result.json"))
+def run_dir(out: Path, seed: int, name: str = FORUM) -> Path | None:
+    """The seed's encoder_wccn run folder on set `name` (its folder name carries the parameters' hash), or None."""
+    found = sorted((out / "runs" / "pan23" / f"{name}-seed{seed}").glob(f"encoder_wccn*/seed-{seed}/result.json"))
     return found[-1].parent if found else None
 
 
@@ -65,10 +67,11 @@ def harness(command: list[str]) -> None:
     subprocess.run([sys.executable, "-m", "harness.cli", *command], check=True)
 
 
-def seed_row(out: Path, seed: int) -> dict[str, Any]:
-    """What one seed gave: pre-training (corpus, held-out AUC) and the verifier (choice, out-of-fold and test)."""
+def seed_row(out: Path, seed: int, name: str = FORUM) -> dict[str, Any]:
+    """What one seed gave: pre-training (corpus, held-out AUC) and the verifier on set `name` (choice, out-of-fold
+    and test)."""
     manifest = json.loads((encoder_dir(out, seed) / MANIFEST).read_text(encoding="utf-8"))
-    run = run_dir(out, seed)
+    run = run_dir(out, seed, name)
     assert run is not None
     scores = json.loads((run / "result.json").read_text(encoding="utf-8"))["scores"]
     info = json.loads((run / "checkpoint" / "config.json").read_text(encoding="utf-8"))["state"]["info"]
@@ -133,17 +136,28 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--model", help="the base encoder (default: all-MiniLM-L6-v2, offline)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--cross-kind-share", type=float, help="as `harness pretrain-style` takes it (default 0.5)")
+    parser.add_argument(
+        "--transfer", action="append", default=[], metavar="NAME", help="also score NAME-seedN with seed N's encoder"
+    )
     args = parser.parse_args(argv)
+    names = [FORUM, *dict.fromkeys(args.transfer)]
     for seed in args.seeds:
-        if not (set_dir(args.sets, seed) / "test" / "truth.jsonl").is_file():
-            parser.error(f"{set_dir(args.sets, seed)}: not a set built by `harness pairs` (no test/truth.jsonl)")
+        for name in names:
+            if not (set_dir(args.sets, seed, name) / "test" / "truth.jsonl").is_file():
+                where = set_dir(args.sets, seed, name)
+                parser.error(f"{where}: not a set built by `harness pairs` (no test/truth.jsonl)")
     args.out.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
         if not (encoder_dir(args.out, seed) / MANIFEST).is_file():
             harness(pretrain_command(args, seed))
-        if run_dir(args.out, seed) is None:
-            harness(run_command(args, seed))
-    table = summary([seed_row(args.out, seed) for seed in args.seeds])
+        for name in names:
+            if run_dir(args.out, seed, name) is None:
+                harness(run_command(args, seed, name))
+    table = "\n".join(
+        (f"{name} (transfer)\n\n" if name != FORUM else "")
+        + summary([seed_row(args.out, seed, name) for seed in args.seeds])
+        for name in names
+    )
     (args.out / "summary.md").write_text(table, encoding="utf-8")
     print(table)
     return table

@@ -1,6 +1,6 @@
 """benchmarks/forum_style_encoder.py runs its protocol end to end on the real forum slice with a tiny encoder: each
 seed's encoder leaves out that seed's own test side, the verifier's whitening is chosen on training data, the table
-holds what the runs wrote, and existing runs are kept."""
+holds what the runs wrote, and existing runs are kept; with --transfer the same encoder scores a CMCC set too."""
 
 from __future__ import annotations
 
@@ -22,15 +22,21 @@ def _script() -> Any:
     return load_benchmark("forum_style_encoder")
 
 
-def test_one_seed_end_to_end_then_kept(forum_slice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_seed_end_to_end_then_kept(
+    forum_slice: Path, cmcc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers.cmcc import CMCC_PATTERN
     from helpers.tiny_encoder import make_tiny_encoder
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     build_pairs("forum", forum_slice, tmp_path / "sets" / "forum-seed0", pairs=60, seed=0)
+    cmcc_set = tmp_path / "sets" / "cmcc-seed0"
+    build_pairs("folders", cmcc, cmcc_set, pairs=40, pattern=CMCC_PATTERN, encoding="cp1252", text_uses=4, seed=0)
     encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
     out = tmp_path / "out"
     argv = ["--posts", str(forum_slice), "--sets", str(tmp_path / "sets"), "--out", str(out), "--seeds", "0"]
     argv += ["--preset", "cpu", "--steps", "2", "--model", str(encoder), "--device", "cpu", "--cross-kind-share", "1"]
+    argv += ["--transfer", "cmcc"]
     script = _script()
     table = script.main(argv)
 
@@ -49,6 +55,17 @@ def test_one_seed_end_to_end_then_kept(forum_slice: Path, tmp_path: Path, monkey
     result = json.loads((run / "result.json").read_text(encoding="utf-8"))["scores"]
     assert f"| {row['auc']:.3f} | {row['c_at_1']:.3f} | {row['overall']:.3f} |" in table
     assert row["auc"] == result["auc"] and (out / "summary.md").read_text(encoding="utf-8") == table
+
+    # the transfer: seed 0's encoder (left out the forum set's test side only) scores the CMCC set, its own table
+    transfer = script.seed_row(out, 0, "cmcc")
+    transfer_run = script.run_dir(out, 0, "cmcc")
+    assert transfer_run is not None and transfer_run.parts[-3] == "cmcc-seed0"
+    params = json.loads((transfer_run / "checkpoint" / "config.json").read_text(encoding="utf-8"))["params"]
+    assert params["encoder"]["model"] == str(out / "encoder-seed0") and params["whiten"] == "auto"
+    assert sum(transfer["answers"]) == len((cmcc_set / "test" / "truth.jsonl").read_text().splitlines())
+    forum_part, cmcc_part = table.split("cmcc (transfer)")
+    assert f"| {row['auc']:.3f} |" in forum_part
+    assert f"| {transfer['auc']:.3f} | {transfer['c_at_1']:.3f} |" in cmcc_part
 
     def no_rerun(command: list[str]) -> None:
         raise AssertionError(f"existing runs are kept, yet it ran {command}")

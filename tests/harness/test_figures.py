@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers.cmcc import CMCC_PATTERN
 from helpers.pan_corpora import PAN14_ESSAYS as ESSAYS
 from helpers.pan_corpora import extract_corpora
 
 from harness.cli import main
 
-CMCC_PATTERN = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt"
 SYSTEMS = ("cngdist", "length_ratio")
 ABSTAINER = "cngdist-abstaining"  # cngdist's answers near their median made 0.5, recorded as a submission
 

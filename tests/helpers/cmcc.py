@@ -13,6 +13,8 @@ import numpy as np
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 
 CMCC_NAME = re.compile(r"S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt")
+# `harness pairs --from folders --pattern`: a CMCC file's genre folder, author and topic, from its relative path
+CMCC_PATTERN = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt"
 
 
 def cmcc_rows(cmcc: Path, topics: str | None = None) -> list[tuple[str, str, str, str]]:

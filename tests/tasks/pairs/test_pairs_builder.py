@@ -13,12 +13,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.cmcc import CMCC_PATTERN
 
 from tasks.forum.reader import read_forum_posts
 from tasks.pairs import build_pairs
 from tasks.pairs.builder import GAP_EDGES, GAP_LABELS
-
-CMCC_PATTERN = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt"
 
 
 def load(out_dir: Path) -> dict[str, list[dict]]:

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from helpers.cmcc import CMCC_PATTERN
 
 from harness.cli import main
-
-CMCC_PATTERN = r"(?P<discourse_type>[^/]+)/S(?P<author>\d+)[A-Z]\d(?P<topic>[A-Z])\d\.txt"
 
 
 def invoke(*args: str | Path) -> tuple[int, str]:
