@@ -5,7 +5,8 @@ the threads of its test texts, the texts: `harness pretrain-style --exclude-test
 `encoder_wccn` on the trained embedding (`whiten=auto`: the whitening kept or left out by the out-of-fold AUC on the
 training pairs), and put every seed in one table with the mean ± sd. With `--transfer cmcc` the same encoder also
 scores `cmcc-seedN` from the same sets folder (transfer to another corpus: the encoder saw none of its texts), in a
-table of its own. Runs are kept: a seed whose encoder or run exists is not redone (delete its folder to redo it).
+table of its own, with its AUC per discourse-type pair. Runs are kept: a seed whose encoder or run exists is not
+redone (delete its folder to redo it).
 
 Meant for a GPU machine: `--preset gpu` took 70-76 s a seed on an H200 (1,200 steps) and the verifier 40 s; on a CPU
 it takes hours and `--preset cpu` only checks the pipeline (benchmarks/README.md, "The style encoder's GPU preset with
@@ -116,6 +117,36 @@ def summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def type_pair_aucs(out: Path, seed: int, name: str) -> dict[str, float | None]:
+    """The AUC of each discourse-type pair of the seed's run on set `name` (None where a pair has one class)."""
+    run = run_dir(out, seed, name)
+    assert run is not None
+    scores = json.loads((run / "result.json").read_text(encoding="utf-8"))["scores"]
+    return {
+        key.removesuffix("/auc"): (None if value is None or value != value else value)  # NaN: one class
+        for key, value in scores.items()
+        if key.endswith("/auc")
+    }
+
+
+def type_pair_table(out: Path, seeds: list[int], name: str) -> str:
+    """AUC per discourse-type pair, a column a seed and the mean over the seeds that have it ("" for one pair)."""
+    per_seed = [type_pair_aucs(out, seed, name) for seed in seeds]
+    pairs = sorted(set().union(*per_seed))
+    if len(pairs) < 2:
+        return ""
+    lines = [
+        "| type pair | " + " | ".join(f"seed {seed}" for seed in seeds) + " | mean |",
+        "|---|" + "---:|" * (len(seeds) + 1),
+    ]
+    for pair in pairs:
+        values = [aucs.get(pair) for aucs in per_seed]
+        known = [value for value in values if value is not None]
+        mean = statistics.fmean(known) if known else None
+        lines.append(f"| {pair} | " + " | ".join(_fmt(value) for value in [*values, mean]) + " |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -156,6 +187,7 @@ def main(argv: list[str] | None = None) -> str:
     table = "\n".join(
         (f"{name} (transfer)\n\n" if name != FORUM else "")
         + summary([seed_row(args.out, seed, name) for seed in args.seeds])
+        + type_pair_table(args.out, args.seeds, name)
         for name in names
     )
     (args.out / "summary.md").write_text(table, encoding="utf-8")
