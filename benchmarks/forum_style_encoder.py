@@ -92,6 +92,12 @@ def seed_row(out: Path, seed: int, name: str = FORUM) -> dict[str, Any]:
         "c_at_1": scores["c_at_1"],
         "overall": scores["overall"],
         "answers": [sum(v > 0.5 for v in answers), sum(v < 0.5 for v in answers), sum(v == 0.5 for v in answers)],
+        # the AUC of each discourse-type pair (None where a pair has one class: NaN in result.json)
+        "type_pair_auc": {
+            key.removesuffix("/auc"): (None if value is None or value != value else value)
+            for key, value in scores.items()
+            if key.endswith("/auc")
+        },
     }
 
 
@@ -117,27 +123,16 @@ def summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def type_pair_aucs(out: Path, seed: int, name: str) -> dict[str, float | None]:
-    """The AUC of each discourse-type pair of the seed's run on set `name` (None where a pair has one class)."""
-    run = run_dir(out, seed, name)
-    assert run is not None
-    scores = json.loads((run / "result.json").read_text(encoding="utf-8"))["scores"]
-    return {
-        key.removesuffix("/auc"): (None if value is None or value != value else value)  # NaN: one class
-        for key, value in scores.items()
-        if key.endswith("/auc")
-    }
-
-
-def type_pair_table(out: Path, seeds: list[int], name: str) -> str:
-    """AUC per discourse-type pair, a column a seed and the mean over the seeds that have it ("" for one pair)."""
-    per_seed = [type_pair_aucs(out, seed, name) for seed in seeds]
+def type_pair_table(rows: list[dict[str, Any]]) -> str:
+    """AUC per discourse-type pair of the seeds' rows, a column a seed and the mean over the seeds that have it ("" for
+    one pair)."""
+    per_seed = [row["type_pair_auc"] for row in rows]
     pairs = sorted(set().union(*per_seed))
     if len(pairs) < 2:
         return ""
     lines = [
-        "| type pair | " + " | ".join(f"seed {seed}" for seed in seeds) + " | mean |",
-        "|---|" + "---:|" * (len(seeds) + 1),
+        "| type pair | " + " | ".join(f"seed {row['seed']}" for row in rows) + " | mean |",
+        "|---|" + "---:|" * (len(rows) + 1),
     ]
     for pair in pairs:
         values = [aucs.get(pair) for aucs in per_seed]
@@ -173,9 +168,8 @@ def main(argv: list[str] | None = None) -> str:
     args = parser.parse_args(argv)
     names = [FORUM, *dict.fromkeys(args.transfer)]
     for seed in args.seeds:
-        for name in names:
-            if not (set_dir(args.sets, seed, name) / "test" / "truth.jsonl").is_file():
-                where = set_dir(args.sets, seed, name)
+        for where in (set_dir(args.sets, seed, name) for name in names):
+            if not (where / "test" / "truth.jsonl").is_file():
                 parser.error(f"{where}: not a set built by `harness pairs` (no test/truth.jsonl)")
     args.out.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
@@ -184,12 +178,11 @@ def main(argv: list[str] | None = None) -> str:
         for name in names:
             if run_dir(args.out, seed, name) is None:
                 harness(run_command(args, seed, name))
-    table = "\n".join(
-        (f"{name} (transfer)\n\n" if name != FORUM else "")
-        + summary([seed_row(args.out, seed, name) for seed in args.seeds])
-        + type_pair_table(args.out, args.seeds, name)
-        for name in names
-    )
+    tables = []
+    for name in names:
+        rows = [seed_row(args.out, seed, name) for seed in args.seeds]
+        tables.append((f"{name} (transfer)\n\n" if name != FORUM else "") + summary(rows) + type_pair_table(rows))
+    table = "\n".join(tables)
     (args.out / "summary.md").write_text(table, encoding="utf-8")
     print(table)
     return table

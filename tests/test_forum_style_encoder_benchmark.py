@@ -67,13 +67,13 @@ def test_one_seed_end_to_end_then_kept(
     assert f"| {row['auc']:.3f} |" in forum_part
     assert f"| {transfer['auc']:.3f} | {transfer['c_at_1']:.3f} |" in cmcc_part
     # CMCC's AUC per genre pair, as the run scored them; the forum set has one type pair and no such table
-    aucs = script.type_pair_aucs(out, 0, "cmcc")
+    aucs = transfer["type_pair_auc"]
     scores = json.loads((transfer_run / "result.json").read_text(encoding="utf-8"))["scores"]
     assert len(aucs) > 1 and all("+" in pair for pair in aucs)
     for pair, value in aucs.items():
         if value is not None:
             assert value == scores[f"{pair}/auc"] and f"| {pair} | {value:.3f} | {value:.3f} |" in cmcc_part
-    assert script.type_pair_table(out, [0], "forum") == "" and "| type pair |" not in forum_part
+    assert script.type_pair_table([row]) == "" and "| type pair |" not in forum_part
 
     def no_rerun(command: list[str]) -> None:
         raise AssertionError(f"existing runs are kept, yet it ran {command}")
