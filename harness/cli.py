@@ -482,7 +482,7 @@ def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> No
 def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int, **options: Any) -> None:
     """Build a PAN 2020-2023 dataset (OUT_DIR/train, OUT_DIR/test, manifest.json) from real corpora in INPUT.
 
-    Authors are disjoint across splits, no text is in two splits, a same-author pair never takes both texts from
+    Authors, texts and threads (or problems) are disjoint across splits, a pair never takes both texts from
     one thread or problem, different-author pairs match the same-author pairs' discourse types, communities, time
     gaps and lengths, classes are balanced, and a seed gives the same bytes. Run it with `--task pan23`.
     """

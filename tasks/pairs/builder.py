@@ -1,7 +1,9 @@
 """The sampling rules of `harness pairs`: which texts may pair, which authors go where, and how pairs are drawn.
 
 Rules (each a tested property, see tests/test_pairs_*.py):
-1. Authors are split between train and test, never shared.
+1. Authors are split between train and test, never shared; so are groups (threads, problems): each group goes to
+   the split that holds most of its texts (a seeded coin on ties), and its texts by the other split's authors are
+   left out, so no thread's subject is seen in training and tested on.
 2. Each text is used in at most `text_uses` pairs (default 1), all in its author's split; texts equal
    after white-space normalisation count as one text.
 3. A same-author pair never takes both texts from one group (thread, problem); neither does a
@@ -54,6 +56,8 @@ TWIN_FIRST_TEXTS = 8  # candidates for the twin's first text tried before giving
 # texts (one forum user gave 112 texts to them and 4 to same-author pairs), and how often a writer's style
 # recurs in a set would hint at the answer.
 AUTHOR_SLACK = 2
+OTHER_SPLIT_GROUP = "in a group (thread, problem) of the other split"
+AFTER_GROUP_SPLIT = "once groups were split"
 REJECTIONS_PER_AUTHOR = 32  # same-author pairs of one author without a twin before the author is out
 
 
@@ -137,6 +141,11 @@ def draw_pairs(texts: Sequence[SourceText], rules: PairRules, source: Path) -> B
             field="author",
         )
     assignment = split_authors(kept, rules.test_share, random.Random(f"{rules.seed}:authors"))
+    kept, apart = groups_in_one_split(kept, assignment, random.Random(f"{rules.seed}:groups"))
+    if apart:
+        dropped_texts[OTHER_SPLIT_GROUP] += apart
+        kept, no_longer = pairable_authors(kept, rules.cross_share)  # authors whose pairs needed those texts
+        dropped_authors.update({f"{why} {AFTER_GROUP_SPLIT}": n for why, n in no_longer.items()})
     uses = [rules.text_uses] * len(kept)
     built = BuiltPairs(kept, {}, {}, {}, dropped_texts, dropped_authors)
     for split, size in rules.split_sizes().items():
@@ -285,6 +294,30 @@ def split_authors(texts: Sequence[SourceText], test_share: float, rng: random.Ra
         held[split].update(own)
         sizes[split] += sum(own.values())
     return assignment
+
+
+def groups_in_one_split(
+    texts: Sequence[SourceText], assignment: dict[str, str], rng: random.Random
+) -> tuple[list[SourceText], int]:
+    """The texts whose every group lies in their author's split, and how many were left out (rule 1).
+
+    A group goes to the split whose authors wrote most of its texts, each text counted by how scarce its discourse
+    type is (1 / its texts), so that a thread's one opening post outweighs a handful of its comments: the scarce
+    type is what cross-discourse pairs run short of. A seeded coin decides ties. A text with several groups (a
+    PAN text reused in several problems) stays only if all of them went to its split.
+    """
+    scarcity = {kind: 1.0 / n for kind, n in Counter(t.discourse_type for t in texts).items()}
+    votes: dict[str, Counter] = defaultdict(Counter)
+    for text in texts:
+        for group in set(text.groups):
+            votes[group][assignment[text.author]] += scarcity[text.discourse_type]
+    split_of = {}
+    for group in sorted(votes):  # sorted, so the coins fall the same way for the same seed
+        train, test = votes[group]["train"], votes[group]["test"]
+        coin = rng.random() < 0.5
+        split_of[group] = "train" if train > test or (train == test and coin) else "test"
+    kept = [t for t in texts if all(split_of[g] == assignment[t.author] for g in t.groups)]
+    return kept, len(texts) - len(kept)
 
 
 # -------------------------------------------------------------------------------------- drawing a split

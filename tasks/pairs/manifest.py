@@ -23,6 +23,7 @@ from tasks.pairs.sources import SourceRead, SourceText
 FORMAT = "PAN 2020-2023 authorship verification: <split>/pairs.jsonl + <split>/truth.jsonl"
 RULES = (
     "authors disjoint across splits",
+    "groups (threads, problems) disjoint across splits: a group's texts by the other split's authors left out",
     "each text in at most text_uses pairs, all in one split; texts equal after white-space folding are one text",
     "no pair (same- or different-author) takes both texts from one group (thread, problem, file)",
     "each different-author pair matches one same-author pair in ordered discourse types, communities, topics "

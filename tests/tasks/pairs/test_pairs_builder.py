@@ -1,14 +1,15 @@
 """`build_pairs` rules, each checked on real data against the real posts and files (not the builder's own records).
 
-Rules (tasks/pairs/builder.py): 1 authors disjoint across splits; 2 no text in two pairs (text_uses=1) and never in
-two splits; 3 no pair takes both texts from one thread/problem; 4 different-author pairs match same-author pairs in
-ordered discourse types, communities, topics and time-gap bucket; 5 half same-author per split; 6 cross_share;
-7 deterministic for a seed.
+Rules (tasks/pairs/builder.py): 1 authors and threads/problems disjoint across splits; 2 no text in two pairs
+(text_uses=1) and never in two splits; 3 no pair takes both texts from one thread/problem; 4 different-author pairs
+match same-author pairs in ordered discourse types, communities, topics and time-gap bucket; 5 half same-author per
+split; 6 cross_share; 7 deterministic for a seed.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from pathlib import Path
 
@@ -97,6 +98,64 @@ def test_rule1_authors_disjoint_across_splits(forum_set):
     assert authors["train"] and authors["test"]
     assert not authors["train"] & authors["test"]
     assert {s: len(a) for s, a in authors.items()} == {s: manifest["splits"][s]["authors"] for s in authors}
+
+
+def test_rule1_threads_disjoint_across_splits(forum_set, forum_posts):
+    """From the real posts' thread ids: no thread gives a text to both splits (a thread's subject is not seen in
+    training and tested on), and the texts this left out are counted in the manifest."""
+    out, manifest = forum_set
+    threads = {
+        split: {post.thread_id for fact in real_facts(rows, forum_posts) for post in fact["posts"]}
+        for split, rows in load(out).items()
+    }
+    assert len(threads["train"]) > 1000 and len(threads["test"]) > 1000
+    assert not threads["train"] & threads["test"]
+    assert manifest["dropped"]["texts"]["in a group (thread, problem) of the other split"] > 1000
+    assert any("groups (threads, problems) disjoint" in rule for rule in manifest["rules"])
+
+
+def test_rule1_groups_follow_the_split_that_holds_most_of_their_texts():
+    from tasks.pairs.builder import groups_in_one_split
+    from tasks.pairs.sources import SourceText
+
+    def text(name: str, author: str, *groups: str) -> SourceText:
+        return SourceText(name, author, name, "essay", None, groups, None, None, name)
+
+    texts = [
+        text("a1", "a", "g1"),  # g1: two train texts, one test text -> train
+        text("b1", "b", "g1"),
+        text("c1", "c", "g1"),
+        text("c2", "c", "g2"),  # g2: two test texts, one train text -> test
+        text("c4", "c", "g2"),
+        text("a2", "a", "g1", "g2"),  # a train text in a test group: out, although g1 is train
+        text("b2", "b", "g3"),  # g3: one text a side, a seeded coin
+        text("c3", "c", "g3"),
+    ]
+    assignment = {"a": "train", "b": "train", "c": "test"}
+    kept, left_out = groups_in_one_split(texts, assignment, random.Random(0))
+    names = {t.text_id for t in kept}
+    assert {"a1", "b1", "c2", "c4"} <= names and not {"c1", "a2"} & names
+    assert len(names & {"b2", "c3"}) == 1 and left_out == 3  # the coin keeps exactly one side of g3
+    again, _ = groups_in_one_split(texts, assignment, random.Random(0))
+    assert again == kept
+    coins = {
+        frozenset(t.text_id for t in groups_in_one_split(texts, assignment, random.Random(s))[0]) for s in range(20)
+    }
+    assert len(coins) == 2  # both sides of the tie are reachable: the coin is not fixed
+
+
+def test_rule1_a_scarce_discourse_type_outweighs_a_common_one():
+    """A thread's opening post (one of 2 submissions) outweighs two of its comments (of 6): the thread keeps it."""
+    from tasks.pairs.builder import groups_in_one_split
+    from tasks.pairs.sources import SourceText
+
+    def text(name: str, author: str, kind: str, group: str) -> SourceText:
+        return SourceText(name, author, name, kind, None, (group,), None, None, name)
+
+    texts = [text("s1", "a", "submission", "t1"), text("c1", "b", "comment", "t1"), text("c2", "c", "comment", "t1")]
+    texts += [text("s2", "b", "submission", "t2")] + [text(f"c{i}", "a", "comment", f"t{i}") for i in range(3, 7)]
+    kept, left_out = groups_in_one_split(texts, {"a": "train", "b": "test", "c": "test"}, random.Random(0))
+    assert "s1" in {t.text_id for t in kept} and left_out == 2  # 1/2 against 2/6: the comments go
 
 
 def test_rule2_each_text_in_one_pair_only(forum_set, forum_posts):
