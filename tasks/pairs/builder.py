@@ -2,8 +2,9 @@
 
 Rules (each a tested property, see tests/test_pairs_*.py):
 1. Authors are split between train and test, never shared; so are groups (threads, problems): each group goes to
-   the split that holds most of its texts (a seeded coin on ties), and its texts by the other split's authors are
-   left out, so no thread's subject is seen in training and tested on.
+   the split that holds most of its texts (each weighed by how scarce its discourse type is; a seeded coin on
+   ties), and its texts by the other split's authors are left out, so no thread's subject is seen in training and
+   tested on.
 2. Each text is used in at most `text_uses` pairs (default 1), all in its author's split; texts equal
    after white-space normalisation count as one text.
 3. A same-author pair never takes both texts from one group (thread, problem); neither does a
