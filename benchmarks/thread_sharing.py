@@ -17,19 +17,19 @@ runs/pan23/<prefix>-seedN/<system>/seed-N/answers.jsonl.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.files import read_jsonl  # noqa: E402
 from harness.metrics.verification import auc  # noqa: E402
 
 
 def touching_training_threads(set_dir: Path) -> dict[str, bool]:
     """Per test problem id: whether one of its texts comes from a group (thread) that gave the training split a text."""
-    rows = [json.loads(line) for line in (set_dir / "pair_origins.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = [row for _, row in read_jsonl(set_dir / "pair_origins.jsonl")]
     training = {group for row in rows if row["split"] == "train" for groups in row["groups"] for group in groups}
     return {
         row["id"]: any(group in training for groups in row["groups"] for group in groups)
@@ -41,14 +41,8 @@ def touching_training_threads(set_dir: Path) -> dict[str, bool]:
 def split_aucs(set_dir: Path, answers: Path) -> dict[bool, tuple[int, float]]:
     """(problems, AUC) of the test problems touching a training thread (True) and of the others (False)."""
     touching = touching_training_threads(set_dir)
-    truth = {}
-    for line in (set_dir / "test" / "truth.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        truth[row["id"]] = row["same"]
-    values = {}
-    for line in answers.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        values[row["id"]] = row["value"]
+    truth = {row["id"]: row["same"] for _, row in read_jsonl(set_dir / "test" / "truth.jsonl")}
+    values = {row["id"]: row["value"] for _, row in read_jsonl(answers)}
     out = {}
     for flag in (True, False):
         ids = [i for i in sorted(touching) if touching[i] is flag]
