@@ -267,7 +267,7 @@ class StackedEnsemble(CalibratedVerifier):
         except HarnessError:
             if authors is None:
                 raise
-            folds, fold_info = self._few_author_folds(problems, authors, seed)
+            folds, fold_info = self._few_author_folds(problems, authors, labels, seed)
         if fold_info["by"].startswith("texts ("):
             # a member that learns the training authors (wccn: their within-author covariance) then scores its
             # held-out problems' authors as seen ones: on CMCC wccn's out-of-fold AUC was 0.92, its test AUC 0.62
@@ -365,13 +365,20 @@ class StackedEnsemble(CalibratedVerifier):
         }
 
     def _few_author_folds(
-        self, problems: Sequence[VerificationProblem], authors: Sequence[Sequence[str]], seed: int
+        self,
+        problems: Sequence[VerificationProblem],
+        authors: Sequence[Sequence[str]],
+        labels: np.ndarray,
+        seed: int,
     ) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, Any]]:
         """Folds where few authors write many problems (CMCC: 7 training authors), so that no k-fold split keeps
         a fold's authors out of its training part: members fitted without two authors (or author groups) score
-        their problems (`author_pair_folds`); with fewer than 3 authors, folds that keep only texts apart."""
+        their problems (`author_pair_folds`). Where that leaves a fold no training problem, or one class only
+        (fewer than 3 authors, or 3 with one writing alone), folds that keep only texts apart."""
         try:
             folds, fold_info = author_pair_folds(problems, authors, seed=seed)
+            if any(labels[train].all() or not labels[train].any() for train, _ in folds):
+                raise HarnessError("an author-pair fold trains on one class")
             fold_info["by"] = "authors, two groups left out a fold (author-disjoint k folds leave one empty)"
         except HarnessError:
             folds, fold_info = cross_fitted_folds(problems, k=self.folds, seed=seed)

@@ -564,10 +564,14 @@ def test_folds_leave_two_authors_out_where_k_folds_cannot_keep_authors_apart(
 
 
 def test_two_authors_leave_only_text_disjoint_folds() -> None:
-    """With fewer than 3 authors no fold can leave two out and keep a training problem: folds keep texts apart,
-    and `info["by"]` says so (the fit then warns)."""
-    problems = [VerificationProblem(f"p{i}", (f"A text {i}", f"B text {i}")) for i in range(10)]
-    authors = [("A",) if i % 3 else ("A", "B") for i in range(10)]
-    folds, info = StackedEnsemble()._few_author_folds(problems, authors, seed=0)
-    assert info["by"].startswith("texts (author-disjoint folds leave")
-    assert sorted(i for _, held_out in folds for i in held_out) == list(range(10))
+    """With fewer than 3 authors no fold can leave two out and keep a training problem, and with 3 a fold trains
+    on one author's same-author problems only: folds keep texts apart, and `info["by"]` says so (the fit warns)."""
+    for names in ("AB", "ABC"):
+        authors = [(names[i % len(names)],) if i % 2 else (names[i % len(names)], names[(i + 1) % len(names)])
+                   for i in range(12)]  # fmt: skip
+        texts = [(f"{a[0]} text {i}", f"{a[-1]} text {i}") for i, a in enumerate(authors)]
+        problems = [VerificationProblem(f"p{i}", pair) for i, pair in enumerate(texts)]
+        labels = np.array([len(a) == 1 for a in authors])
+        folds, info = StackedEnsemble()._few_author_folds(problems, authors, labels, seed=0)
+        assert info["by"].startswith("texts (author-disjoint folds leave"), names
+        assert sorted(i for _, held_out in folds for i in held_out) == list(range(12))
