@@ -17,8 +17,8 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    Where few authors write many problems (CMCC's 7 training authors), no k folds keep authors apart; each fold
    then leaves two authors (or author groups) out (`author_pair_folds`), so that a member that learns the
    training authors (wccn) is judged on authors it has not seen; with text-only folds wccn's out-of-fold AUC on
-   CMCC was 0.92 against 0.62 on the test split. Only with fewer than 3 authors do folds keep just texts
-   apart, and a warning says so.
+   CMCC was 0.92 against 0.62 on the test split. Only where that cannot train (fewer than 3 authors, or a fold
+   left with one class) do folds keep just texts apart, and a warning says so.
 2. Selection (`select="cv"`): forward selection (Caruana et al. 2004) adds the member that most raises the
    meta-model's cross-validated AUC and stops when none does; `info["chosen"]`, `info["selection"]`. Where no
    member beats chance out of fold, every member stays. `select="all"` keeps every member (PAN 2014's rule).

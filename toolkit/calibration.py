@@ -308,11 +308,10 @@ def author_pair_folds(
     group = {names[i]: rank % count for rank, i in enumerate(rng.permutation(len(names)))}
     own = [frozenset(group[a] for a in problem_authors) for problem_authors in authors]
     cells = []
-    for groups_of_problem in own:
-        cell = groups_of_problem
+    for cell in own:
         if len(cell) == 1:
             (only,) = cell
-            cell = frozenset({only, int(rng.choice([g for g in range(count) if g != only]))})
+            cell = cell | {int(rng.choice([g for g in range(count) if g != only]))}
         cells.append(cell)
     indices = np.arange(len(problems))
     folds = []

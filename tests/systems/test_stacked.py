@@ -563,7 +563,7 @@ def test_folds_leave_two_authors_out_where_k_folds_cannot_keep_authors_apart(
     assert len(answers) == 40
 
 
-def test_two_authors_leave_only_text_disjoint_folds() -> None:
+def test_two_or_three_authors_leave_only_text_disjoint_folds() -> None:
     """With fewer than 3 authors no fold can leave two out and keep a training problem, and with 3 a fold trains
     on one author's same-author problems only: folds keep texts apart, and `info["by"]` says so (the fit warns)."""
     for names in ("AB", "ABC"):
