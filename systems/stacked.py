@@ -42,10 +42,12 @@ Why each step is as it is, with the runs that decided it, is in benchmarks/READM
 members by cross-validation", "stacked answering with its fold members", "Folds that do not starve a fold",
 "stacked steps aside" and "Why stacked stays below its best member".
 
-Defaults: `members` = cngdist, compressor, pair_features (with 200 trees, `DEFAULT_MEMBER_PARAMS`), tfidf, the
-fast verifiers (each fit + predict under a minute on PAN14 essays here); stacking fits each member `folds`
-times. impostors (2-3 minutes a fit there) and wccn (about 2) are left out and can be added:
-`--param members=cngdist,compressor,pair_features,tfidf,wccn`. `member_params` maps a member's name to its
+Defaults: `members` = cngdist, compressor, pair_features (with 200 trees, `DEFAULT_MEMBER_PARAMS`), tfidf and
+wccn; stacking fits each member once a fold. wccn (about 2 minutes a fit on PAN14 essays here, the others under
+one) is a candidate since the folds leave authors out where the truth names few of them (step 1): it is the best
+member on PAN14 novels, PAN15 and the forum set, and the selection takes it there (benchmarks/README.md, "wccn a
+default candidate"). impostors (2-3 minutes a fit) is left out and can be added:
+`--param members=cngdist,compressor,pair_features,tfidf,wccn,impostors`. `member_params` maps a member's name to its
 parameters (`--param member_params.compressor.grid_step=0.02`); given, it replaces the default whole
 (`--param member_params={}`: every member with its own defaults).
 
@@ -69,7 +71,7 @@ from harness.seeding import legacy_seed
 from toolkit.calibration import author_pair_folds, band_objective, cross_fitted_folds, objective_function
 from toolkit.verifier import CalibratedVerifier, check_folds, require_both_classes
 
-DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "tfidf")
+DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "tfidf", "wccn")
 SELECTIONS = ("cv", "all")
 MEMBER_VALUES = ("scores", "answers")
 ANSWERERS = ("refit", "folds")
