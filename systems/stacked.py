@@ -45,9 +45,9 @@ members by cross-validation", "stacked answering with its fold members", "Folds 
 
 Defaults: `members` = cngdist, compressor, pair_features (with 200 trees, `DEFAULT_MEMBER_PARAMS`), tfidf and
 wccn; stacking fits each member once a fold. wccn (about 2 minutes a fit on PAN14 essays here, the others under
-one) is a candidate since the folds leave authors out where the truth names few of them (step 1): it is the best
-member on PAN14 novels, PAN15 and the forum set, and the selection takes it there (benchmarks/README.md, "wccn a
-default candidate"). impostors (2-3 minutes a fit) is left out and can be added:
+one) is a candidate since the folds leave two authors out where few authors write every problem (step 1): it is
+the best member on PAN14 novels, PAN15 and the forum set, and the selection takes it there (benchmarks/README.md,
+"wccn a default candidate of stacked"). impostors (2-3 minutes a fit) is left out and can be added:
 `--param members=cngdist,compressor,pair_features,tfidf,wccn,impostors`. `member_params` maps a member's name to its
 parameters (`--param member_params.compressor.grid_step=0.02`); given, it replaces the default whole
 (`--param member_params={}`: every member with its own defaults).
