@@ -267,11 +267,12 @@ class StackedEnsemble(CalibratedVerifier):
         try:
             folds, fold_info = cross_fitted_folds(problems, k=self.folds, seed=seed, authors=authors)
             fold_info["by"] = "texts and authors" if authors else "texts"
+            authors_apart = authors is not None
         except HarnessError:
             if authors is None:
                 raise
-            folds, fold_info = self._few_author_folds(problems, authors, labels, seed)
-        if fold_info["by"] == "texts" or fold_info["by"].startswith("texts ("):
+            folds, fold_info, authors_apart = self._few_author_folds(problems, authors, labels, seed)
+        if not authors_apart:
             # a member that learns the training authors (wccn: their within-author covariance) then scores its
             # held-out problems' authors as seen ones: on CMCC wccn's out-of-fold AUC was 0.92, its test AUC 0.62;
             # PAN 2013-2015 truth names no authors, so there it cannot be helped, only said
@@ -376,20 +377,22 @@ class StackedEnsemble(CalibratedVerifier):
         authors: Sequence[Sequence[str]],
         labels: np.ndarray,
         seed: int,
-    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, Any]]:
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, Any], bool]:
         """Folds where few authors write many problems (CMCC: 7 training authors), so that no k-fold split keeps
         a fold's authors out of its training part: members fitted without two authors (or author groups) score
         their problems (`author_pair_folds`). Where that leaves a fold no training problem, or one class only
-        (fewer than 3 authors, or 3 with one writing alone), folds that keep only texts apart."""
+        (fewer than 3 authors, or 3 with one writing alone), folds that keep only texts apart; `info["by"]` names
+        the reason. The flag says whether the folds keep authors apart."""
         try:
             folds, fold_info = author_pair_folds(problems, authors, seed=seed)
             if any(labels[train].all() or not labels[train].any() for train, _ in folds):
-                raise HarnessError("an author-pair fold trains on one class")
+                raise HarnessError("a fold's training problems are of one class")
             fold_info["by"] = "authors, two groups left out a fold (author-disjoint k folds leave one empty)"
-        except HarnessError:
+            return folds, fold_info, True
+        except HarnessError as error:
             folds, fold_info = cross_fitted_folds(problems, k=self.folds, seed=seed)
-            fold_info["by"] = "texts (author-disjoint folds leave a fold without training problems)"
-        return folds, fold_info
+            fold_info["by"] = f"texts (author-pair folds cannot be used: {error})"
+            return folds, fold_info, False
 
     def _select(
         self, meta: np.ndarray, labels: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]], seed: int
