@@ -31,9 +31,10 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
 5. Stepping aside (`step_aside`, with `select="cv"`): the ensemble and each member alone are judged by that
    measure on out-of-fold answers, each with a band fitted on its out-of-fold scores; the ensemble's are nested
    (selection and meta-model refitted inside each fold, `inner_folds`), as the members' are. Where the
-   ensemble does not beat the best member strictly, that member, refitted on all training problems, answers
-   alone with its own calibration (`info["stepped_aside_to"]`; every figure compared in
-   `info["out_of_fold_main"]`).
+   ensemble does not beat the best member by more than `step_aside_margin` ("none": strictly; "one_se": by more
+   than one paired-bootstrap standard error of its lead, the one-standard-error rule), that member, refitted on
+   all training problems, answers alone with its own calibration (`info["stepped_aside_to"]`; every figure
+   compared in `info["out_of_fold_main"]`, with the lead's standard error whichever margin is used).
 6. Who answers (`answerers`): "folds" (the default) keeps each fold's chosen members, the models whose scores
    the meta-model and band were fitted on, and averages their values over folds; "refit" refits the chosen
    members on all training problems (faster to answer, but their scores leave the scale the band was fitted on);
@@ -76,6 +77,11 @@ DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "t
 SELECTIONS = ("cv", "all")
 MEMBER_VALUES = ("scores", "answers")
 ANSWERERS = ("refit", "folds")
+# how much the ensemble must beat its best lone member by out of fold to be kept (step 5): "none" (any margin), or
+# "one_se", one bootstrap standard error of the difference (the one-standard-error rule: Breiman et al. 1984,
+# Hastie et al. 2009 section 7.10)
+STEP_ASIDE_MARGINS = ("none", "one_se")
+MARGIN_RESAMPLES = 200
 # pair_features as its forest: chosen over the single tree on out-of-fold AUC of training problems only
 DEFAULT_MEMBER_PARAMS: dict[str, dict[str, Any]] = {"pair_features": {"trees": 200}}
 logger = logging.getLogger("harness")
@@ -168,18 +174,42 @@ def lone_member_to_step_aside_for(
     ensemble_answers: np.ndarray,
     labels: np.ndarray,
     measure: Callable[[np.ndarray, np.ndarray], float],
+    margin: float = 0.0,
 ) -> tuple[int | None, list[float], float]:
     """The column of the lone member that answers instead of the ensemble, or None where the ensemble beats them all.
 
     `lone_answers` holds each member's out-of-fold answers alone (a column each), `ensemble_answers` the
     ensemble's, on the same problems; `measure` is the band's own objective. The ensemble must beat the best lone
-    member strictly (ties go to the lone member, the simpler answer, then to the earlier column). Returns the column
-    (or None), each member's measure and the ensemble's.
+    member by more than `margin` (ties go to the lone member, the simpler answer, then to the earlier column).
+    Returns the column (or None), each member's measure and the ensemble's.
     """
     lone = [measure(labels, lone_answers[:, j]) for j in range(lone_answers.shape[1])]
     ensemble = measure(labels, ensemble_answers)
     best = int(np.argmax(lone))  # argmax keeps the first of equal values
-    return (best if lone[best] >= ensemble else None), lone, ensemble
+    return (best if ensemble - lone[best] <= margin else None), lone, ensemble
+
+
+def paired_bootstrap_se(
+    first: np.ndarray,
+    second: np.ndarray,
+    labels: np.ndarray,
+    measure: Callable[[np.ndarray, np.ndarray], float],
+    *,
+    resamples: int,
+    seed: int,
+) -> float:
+    """The bootstrap standard error of measure(first) - measure(second) over the same problems (Efron & Tibshirani
+    1993): both answer sets are resampled together, so what the two share does not count as noise. Resamples of
+    one class are skipped (no AUC on them); NaN where fewer than two resamples remain."""
+    rng = np.random.default_rng(seed)
+    differences = []
+    for _ in range(resamples):
+        rows = rng.integers(0, len(labels), len(labels))
+        y = labels[rows]
+        if y.all() or not y.any():
+            continue
+        differences.append(measure(y, first[rows]) - measure(y, second[rows]))
+    return float(np.std(differences, ddof=1)) if len(differences) > 1 else float("nan")
 
 
 def inner_folds(folds: Sequence[tuple[np.ndarray, np.ndarray]], outer: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -213,6 +243,7 @@ class StackedEnsemble(CalibratedVerifier):
         member_values: str = "scores",
         answerers: str = "folds",
         step_aside: bool = True,
+        step_aside_margin: str = "none",
     ) -> None:
         if isinstance(members, str):  # `--param members=cngdist,compressor`
             members = [m.strip() for m in members.split(",") if m.strip()]
@@ -236,6 +267,10 @@ class StackedEnsemble(CalibratedVerifier):
             raise ValueError(f"member_values must be one of {', '.join(MEMBER_VALUES)}, got {member_values!r}")
         if answerers not in ANSWERERS:
             raise ValueError(f"answerers must be one of {', '.join(ANSWERERS)}, got {answerers!r}")
+        if step_aside_margin not in STEP_ASIDE_MARGINS:
+            raise ValueError(
+                f"step_aside_margin must be one of {', '.join(STEP_ASIDE_MARGINS)}, got {step_aside_margin!r}"
+            )
         if not meta_c > 0:
             raise ValueError(f"meta_c must be positive, got {meta_c!r}")
         super().__init__(locals())
@@ -323,8 +358,16 @@ class StackedEnsemble(CalibratedVerifier):
         # ensemble's selection and meta-model nested in the folds as the members' fits are
         candidates = np.column_stack([self._nested_scores(meta, labels, folds, seed), self.meta_features])
         answers = np.column_stack([self.fit_band(train, c, labels).apply(c) for c in candidates.T])
+        lone_main = [main_measure(labels, answers[:, j]) for j in range(1, answers.shape[1])]
+        best_lone = 1 + int(np.argmax(lone_main))
+        # the difference's own noise: on 80 training problems one ensemble beat wccn out of fold and lost to it on
+        # the held-out problems (PAN15, benchmarks/README.md "stacked steps aside by a margin")
+        margin_se = paired_bootstrap_se(
+            answers[:, 0], answers[:, best_lone], labels, main_measure, resamples=MARGIN_RESAMPLES, seed=seed
+        )
+        margin = margin_se if self.step_aside_margin == "one_se" and np.isfinite(margin_se) else 0.0
         lone, lone_main, ensemble_main = lone_member_to_step_aside_for(
-            answers[:, 1:], answers[:, 0], labels, main_measure
+            answers[:, 1:], answers[:, 0], labels, main_measure, margin
         )
         # the same measure with the selection and meta-model fitted on the rows they score (optimistic)
         not_nested = main_measure(labels, band.apply(meta_scores))
@@ -365,6 +408,8 @@ class StackedEnsemble(CalibratedVerifier):
                 "ensemble": ensemble_main,
                 "members": dict(zip(self.members, lone_main, strict=True)),
                 "ensemble_not_nested": not_nested,
+                "difference_se": margin_se,
+                "margin": margin,
             },
             "stepped_aside_to": chosen[0] if self._stepped_aside else None,
             "selection": [[self.members[j], value] for j, value in zip(order[: len(trail)], trail, strict=True)],

@@ -24,6 +24,7 @@ from systems.stacked import (
     forward_selection,
     inner_folds,
     lone_member_to_step_aside_for,
+    paired_bootstrap_se,
 )
 from toolkit.checkpoint import load_checkpoint, save_checkpoint
 from toolkit.splits import text_key
@@ -261,6 +262,43 @@ def test_the_best_lone_member_answers_where_no_ensemble_beats_it_out_of_fold() -
     assert column is None and ensemble > lone[0]
 
 
+def test_a_margin_keeps_the_lone_member_where_the_ensemble_leads_by_less() -> None:
+    """With a margin (step 5's "one_se"), an ensemble that leads the best member by no more than it steps aside."""
+    from toolkit.calibration import objective_function
+
+    labels = np.array([True, False] * 20)
+    right = np.where(labels, 0.7, 0.3)
+    half_right = np.where(np.arange(40) < 20, right, 0.5)
+    measure = objective_function("auc_x_c_at_1")
+    lead = measure(labels, right) - measure(labels, half_right)
+    assert lone_member_to_step_aside_for(half_right[:, None], right, labels, measure, lead - 1e-9)[0] is None
+    assert lone_member_to_step_aside_for(half_right[:, None], right, labels, measure, lead)[0] == 0
+
+
+def test_the_paired_bootstrap_se_is_zero_for_equal_answers_and_grows_with_disagreement() -> None:
+    """The standard error of a difference in a measure: none where two answer sets agree, more where they differ on
+    more problems, and the same for the same seed."""
+    from toolkit.calibration import objective_function
+
+    rng = np.random.default_rng(0)
+    labels = rng.random(200) < 0.5
+    good = np.clip(np.where(labels, 0.65, 0.35) + rng.normal(0, 0.2, 200), 0, 1)
+    measure = objective_function("auc_x_c_at_1")
+    assert paired_bootstrap_se(good, good, labels, measure, resamples=50, seed=1) == 0.0
+    near = good.copy()
+    near[:10] = 0.5
+    far = rng.random(200)
+    se_near = paired_bootstrap_se(good, near, labels, measure, resamples=200, seed=1)
+    se_far = paired_bootstrap_se(good, far, labels, measure, resamples=200, seed=1)
+    assert 0 < se_near < se_far
+    assert se_far == paired_bootstrap_se(good, far, labels, measure, resamples=200, seed=1)
+
+
+def test_step_aside_margin_is_checked() -> None:
+    with pytest.raises(ValueError, match="step_aside_margin must be one of none, one_se"):
+        StackedEnsemble(step_aside_margin="two_se")
+
+
 def test_nested_folds_keep_each_fold_out_of_the_choices_made_for_it() -> None:
     """Step 5's nesting: the inner folds of an outer fold use only the rows that fold may be fitted on."""
     folds = [
@@ -290,6 +328,7 @@ def test_stacked_steps_aside_for_a_member_no_ensemble_beats(
     oof = system.info["out_of_fold_main"]
     assert oof["measure"] == "auc_x_c_at_1" and oof["members"]["truth"] == pytest.approx(1.0)
     assert oof["members"]["truth"] >= oof["ensemble"] and oof["members"]["recorder"] < 1.0
+    assert oof["difference_se"] >= 0 and oof["margin"] == 0.0  # the lead's SE is kept; the default margin is none
     assert len(recorder.log) == 4 * 2 + 1  # both candidates in each fold, then the lone member refitted
     assert recorder.log[-1]["fit"] == [p.id for p in data.problems]
     system.save(tmp_path / "c")
