@@ -106,8 +106,8 @@ def main() -> None:
 
     lines = ["| set | seed | fold | best member out of fold | lead | its SE | none keeps | one_se keeps |",
              "|---|---:|---:|---|---:|---:|---|---|"]  # fmt: skip
-    table = ["| set | seeds | stacked, margin none | stacked, margin one_se | " + " | ".join(args.members) + " |",
-             "|---|---:|---:|---:|" + "---:|" * len(args.members)]  # fmt: skip
+    head = "| set | seeds | stacked, margin none | stacked, margin one_se |"
+    table = [head + "".join(f" {m} |" for m in args.members), "|---|---:|---:|---:|" + "---:|" * len(args.members)]
     for name in args.sets:
         measured = {seed: one_seed(name, seed, args) for seed in args.seeds}
         done = {seed: m for seed, m in measured.items() if m is not None}
@@ -118,7 +118,7 @@ def main() -> None:
                              + " | ".join(keeps) + " |")  # fmt: skip
         rows = [cell([m[rule] for m in done.values()]) for rule in ("none", "one_se")]
         rows += [cell([m["members"][k] for m in done.values() if k in m["members"]]) for k in args.members]
-        table.append(f"| {va.LABELS[name]} | {len(done)} | " + " | ".join(rows) + " |")
+        table.append(f"| {va.LABELS[name]} | {len(done)} |" + "".join(f" {r} |" for r in rows))
         for seed, m in done.items():
             print(f"{name} seed {seed}: none {m['none']:.4f}, one_se {m['one_se']:.4f}, "
                   + ", ".join(f"{k} {v:.4f}" for k, v in m["members"].items()))  # fmt: skip

@@ -34,7 +34,9 @@ Fitting, so that nothing is fitted on scores of problems the scorer saw:
    ensemble does not beat the best member by more than `step_aside_margin` ("none": strictly; "one_se": by more
    than one paired-bootstrap standard error of its lead, the one-standard-error rule), that member, refitted on
    all training problems, answers alone with its own calibration (`info["stepped_aside_to"]`; every figure
-   compared in `info["out_of_fold_main"]`, with the lead's standard error whichever margin is used).
+   compared in `info["out_of_fold_main"]`, with the lead's standard error whichever margin is used). "none" stays
+   the default: on 80-200 training problems the lead cannot tell a real gain from noise, and "one_se" trades the
+   PAN15 folds' losses for PAN14 essays' gain (benchmarks/README.md, "stacked steps aside by a margin").
 6. Who answers (`answerers`): "folds" (the default) keeps each fold's chosen members, the models whose scores
    the meta-model and band were fitted on, and averages their values over folds; "refit" refits the chosen
    members on all training problems (faster to answer, but their scores leave the scale the band was fitted on);
@@ -360,8 +362,8 @@ class StackedEnsemble(CalibratedVerifier):
         answers = np.column_stack([self.fit_band(train, c, labels).apply(c) for c in candidates.T])
         lone_main = [main_measure(labels, answers[:, j]) for j in range(1, answers.shape[1])]
         best_lone = 1 + int(np.argmax(lone_main))
-        # the difference's own noise: on 80 training problems one ensemble beat wccn out of fold and lost to it on
-        # the held-out problems (PAN15, benchmarks/README.md "stacked steps aside by a margin")
+        # the lead's own noise: on PAN15's 80 training problems an ensemble led wccn out of fold by less than it
+        # and lost to it on the held-out problems (benchmarks/README.md, "stacked steps aside by a margin")
         margin_se = paired_bootstrap_se(
             answers[:, 0], answers[:, best_lone], labels, main_measure, resamples=MARGIN_RESAMPLES, seed=seed
         )
