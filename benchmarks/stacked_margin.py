@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from statistics import mean, stdev
 from typing import Any
 
 import verification_all as va  # this folder is the script's path entry; it puts the repository on the path
+
+from systems.stacked import step_aside_margin_of  # noqa: E402  (numpy only: no torch)
 
 MARGIN = {"step_aside_margin": "one_se"}
 
@@ -40,9 +41,13 @@ def decision(info: dict[str, Any]) -> dict[str, Any]:
     best = max(figures["members"], key=lambda name: figures["members"][name])  # first of equal values, as stacked
     lead = figures["ensemble"] - figures["members"][best]
     se = figures["difference_se"]
-    margin = se if math.isfinite(se) else 0.0  # as stacked does where the bootstrap found too few resamples
-    return {"best": best, "lead": lead, "se": se, "none": best if lead <= 0 else None,
-            "one_se": best if lead <= margin else None}  # fmt: skip
+    keeps = {rule: best if lead <= step_aside_margin_of(rule, se) else None for rule in ("none", "one_se")}
+    return {"best": best, "lead": lead, "se": se, **keeps}
+
+
+def reading(args: argparse.Namespace, params: dict[str, Any], *, make: bool = False) -> argparse.Namespace:
+    """`args` for `va.run_one` with these row parameters; the run is made only with `make`, else just read."""
+    return argparse.Namespace(**{**vars(args), "params": params, "collect": not make})
 
 
 def scores_of(name: str, folders: list[Path], runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -52,8 +57,7 @@ def scores_of(name: str, folders: list[Path], runs: list[dict[str, Any]]) -> dic
 def one_seed(name: str, seed: int, args: argparse.Namespace) -> dict[str, Any] | None:
     """Both margins' main score on one set and seed, and each fold's decision; None where a default run is missing."""
     folders = va.set_folders(name, seed, args)
-    args.params, args.collect = {}, True  # the default and member runs are read, never made here
-    default = [va.run_one("stacked", folder, seed, args) for folder in folders]
+    default = [va.run_one("stacked", folder, seed, reading(args, {})) for folder in folders]  # read, never made
     if not folders or any(run is None for run in default):
         return None
     decisions = [decision(run_info(run)) for run in default]  # type: ignore[arg-type]
@@ -62,9 +66,7 @@ def one_seed(name: str, seed: int, args: argparse.Namespace) -> dict[str, Any] |
         if choice["none"] == choice["one_se"]:
             margin_runs.append(run)
             continue
-        args.params, args.collect = {"stacked": MARGIN}, False
-        margin_run = va.run_one("stacked", folder, seed, args)  # made where it is not there yet
-        args.params, args.collect = {}, True
+        margin_run = va.run_one("stacked", folder, seed, reading(args, {"stacked": MARGIN}, make=True))
         if margin_run is None:
             return None
         if run_info(margin_run)["stepped_aside_to"] != choice["one_se"]:
@@ -73,7 +75,7 @@ def one_seed(name: str, seed: int, args: argparse.Namespace) -> dict[str, Any] |
     measure = va.main_measure(name)
     members = {}
     for member in args.members:
-        runs = [va.run_one(member, folder, seed, args) for folder in folders]
+        runs = [va.run_one(member, folder, seed, reading(args, {})) for folder in folders]
         if all(run is not None for run in runs):
             members[member] = scores_of(name, folders, runs)[measure]  # type: ignore[arg-type]
     return {

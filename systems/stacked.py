@@ -191,6 +191,12 @@ def lone_member_to_step_aside_for(
     return (best if ensemble - lone[best] <= margin else None), lone, ensemble
 
 
+def step_aside_margin_of(rule: str, difference_se: float) -> float:
+    """The lead the ensemble must exceed under `rule` (STEP_ASIDE_MARGINS), given its lead's standard error; where the
+    bootstrap found too few resamples (NaN), no margin."""
+    return difference_se if rule == "one_se" and np.isfinite(difference_se) else 0.0
+
+
 def paired_bootstrap_se(
     first: np.ndarray,
     second: np.ndarray,
@@ -367,7 +373,7 @@ class StackedEnsemble(CalibratedVerifier):
         margin_se = paired_bootstrap_se(
             answers[:, 0], answers[:, best_lone], labels, main_measure, resamples=MARGIN_RESAMPLES, seed=seed
         )
-        margin = margin_se if self.step_aside_margin == "one_se" and np.isfinite(margin_se) else 0.0
+        margin = step_aside_margin_of(self.step_aside_margin, margin_se)
         lone, lone_main, ensemble_main = lone_member_to_step_aside_for(
             answers[:, 1:], answers[:, 0], labels, main_measure, margin
         )
