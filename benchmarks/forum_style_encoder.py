@@ -27,14 +27,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-MANIFEST = "style_pretraining.json"  # as systems/style_encoder/pretraining.py writes it (not imported: no torch here)
-FORUM = "forum"  # the sets the encoders leave out the test side of: FORUM-seedN
+# what each encoder writes (not imported: no torch here): systems/style_encoder/pretraining.py's manifest, and
+# systems/style_encoder/ngram.py's model file, which holds its manifest
+MANIFEST = {"transformer": "style_pretraining.json", "ngram": "ngram_style.json"}
+VERIFIER = {"transformer": "encoder_wccn", "ngram": "ngram_style"}
+FORUM = "forum"  # the sets the encoders leave out the test side (ngram: both sides) of: FORUM-seedN
 
 
 def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
-    command = ["pretrain-style", str(args.posts), str(encoder_dir(args.out, seed)), "--preset", args.preset]
-    command += ["--seed", str(seed), "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
-    given = (("--steps", args.steps), ("--model", args.model), ("--device", args.device))
+    command = ["pretrain-style", str(args.posts), str(encoder_dir(args.out, seed)), "--seed", str(seed)]
+    if args.encoder == "ngram":  # its verifier fits the band on the training pairs' scores: leave them out too
+        command += ["--encoder", "ngram", "--exclude-all-of", str(set_dir(args.sets, seed, FORUM))]
+        given = [("--steps", args.steps)]
+    else:
+        command += ["--preset", args.preset, "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
+        given = [("--steps", args.steps), ("--model", args.model), ("--device", args.device)]
     for option, value in (*given, ("--cross-kind-share", args.cross_kind_share)):
         if value is not None:
             command += [option, str(value)]
@@ -43,9 +50,13 @@ def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
 
 def run_command(args: argparse.Namespace, seed: int, name: str = FORUM) -> list[str]:
     encoder = encoder_dir(args.out, seed)
+    verifier = VERIFIER[args.encoder]
+    command = ["run", "--system", verifier, "--task", "pan23", "--data", str(set_dir(args.sets, seed, name))]
+    command += ["--seed", str(seed), "--out", str(args.out / "runs")]
+    if args.encoder == "ngram":
+        return command + ["--param", f"model={encoder}"]
     depth = json.loads((encoder / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]
-    command = ["run", "--system", "encoder_wccn", "--task", "pan23", "--data", str(set_dir(args.sets, seed, name))]
-    command += ["--seed", str(seed), "--out", str(args.out / "runs"), "--param", f"encoder.model={encoder}"]
+    command += ["--param", f"encoder.model={encoder}"]
     return command + ["--param", f"encoder.layers=[{depth}]", "--param", "whiten=auto"]
 
 
@@ -57,10 +68,20 @@ def set_dir(sets: Path, seed: int, name: str = FORUM) -> Path:
     return sets / f"{name}-seed{seed}"
 
 
-def run_dir(out: Path, seed: int, name: str = FORUM) -> Path | None:
-    """The seed's encoder_wccn run folder on set `name` (its folder name carries the parameters' hash), or None."""
-    found = sorted((out / "runs" / "pan23" / f"{name}-seed{seed}").glob(f"encoder_wccn*/seed-{seed}/result.json"))
+def run_dir(out: Path, seed: int, name: str = FORUM, verifier: str = "encoder_wccn") -> Path | None:
+    """The seed's `verifier` run folder on set `name` (its folder name carries the parameters' hash), or None."""
+    found = sorted((out / "runs" / "pan23" / f"{name}-seed{seed}").glob(f"{verifier}*/seed-{seed}/result.json"))
     return found[-1].parent if found else None
+
+
+def read_manifest(out: Path, seed: int, encoder: str = "transformer") -> dict[str, Any]:
+    """The seed's pre-training manifest, with the held-out AUC before and after training under one pair of names."""
+    found = json.loads((encoder_dir(out, seed) / MANIFEST[encoder]).read_text(encoding="utf-8"))
+    if encoder == "transformer":
+        return found
+    manifest = found["manifest"]
+    auc = manifest["held_out_pair_auc"]
+    return manifest | {"held_out_pair_auc": auc | {"before": auc["whitened"], "after": auc["kept"]}}
 
 
 def harness(command: list[str]) -> None:
@@ -68,11 +89,11 @@ def harness(command: list[str]) -> None:
     subprocess.run([sys.executable, "-m", "harness.cli", *command], check=True)
 
 
-def seed_row(out: Path, seed: int, name: str = FORUM) -> dict[str, Any]:
-    """What one seed gave: pre-training (corpus, held-out AUC) and the verifier on set `name` (choice, out-of-fold
-    and test)."""
-    manifest = json.loads((encoder_dir(out, seed) / MANIFEST).read_text(encoding="utf-8"))
-    run = run_dir(out, seed, name)
+def seed_row(out: Path, seed: int, name: str = FORUM, encoder: str = "transformer") -> dict[str, Any]:
+    """What one seed gave: pre-training (corpus, held-out AUC: for ngram the whitened space's and the projection's)
+    and the verifier on set `name` (choice, out-of-fold and test)."""
+    manifest = read_manifest(out, seed, encoder)
+    run = run_dir(out, seed, name, VERIFIER[encoder])
     assert run is not None
     scores = json.loads((run / "result.json").read_text(encoding="utf-8"))["scores"]
     info = json.loads((run / "checkpoint" / "config.json").read_text(encoding="utf-8"))["state"]["info"]
@@ -86,7 +107,7 @@ def seed_row(out: Path, seed: int, name: str = FORUM) -> dict[str, Any]:
         "held_out_before": held_out["before"],
         "held_out_after": held_out["after"],
         "kept_step": held_out["kept_step"],
-        "whiten": info["whiten"],
+        "whiten": info.get("whiten", "-"),
         "out_of_fold_auc": info.get("out_of_fold_auc_by_whiten"),
         "auc": scores["auc"],
         "c_at_1": scores["c_at_1"],
@@ -157,7 +178,10 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--sets", type=Path, required=True, help="the folder holding forum-seedN sets")
     parser.add_argument("--out", type=Path, required=True, help="encoders, runs and summary.md go here")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--preset", choices=("cpu", "gpu"), default="gpu")
+    parser.add_argument(
+        "--encoder", choices=("transformer", "ngram"), default="transformer", help="as `harness pretrain-style`"
+    )
+    parser.add_argument("--preset", choices=("cpu", "gpu"), default="gpu", help="the transformer's")
     parser.add_argument("--steps", type=int, help="pre-training steps (the preset's by default)")
     parser.add_argument("--model", help="the base encoder (default: all-MiniLM-L6-v2, offline)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"))
@@ -173,14 +197,14 @@ def main(argv: list[str] | None = None) -> str:
                 parser.error(f"{where}: not a set built by `harness pairs` (no test/truth.jsonl)")
     args.out.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:
-        if not (encoder_dir(args.out, seed) / MANIFEST).is_file():
+        if not (encoder_dir(args.out, seed) / MANIFEST[args.encoder]).is_file():
             harness(pretrain_command(args, seed))
         for name in names:
-            if run_dir(args.out, seed, name) is None:
+            if run_dir(args.out, seed, name, VERIFIER[args.encoder]) is None:
                 harness(run_command(args, seed, name))
     tables = []
     for name in names:
-        rows = [seed_row(args.out, seed, name) for seed in args.seeds]
+        rows = [seed_row(args.out, seed, name, args.encoder) for seed in args.seeds]
         tables.append((f"{name} (transfer)\n\n" if name != FORUM else "") + summary(rows) + type_pair_table(rows))
     table = "\n".join(tables)
     (args.out / "summary.md").write_text(table, encoding="utf-8")

@@ -508,6 +508,22 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     "(repeatable).",
 )
 @click.option(
+    "--exclude-all-of",
+    "exclude_all_sets",
+    multiple=True,
+    type=_ExistingPath(),
+    help="A set built by `harness pairs` from these posts: the authors, threads and posts of both its splits are left "
+    "out, so a verifier's band can be fitted on its training pairs' scores (repeatable).",
+)
+@click.option(
+    "--encoder",
+    type=click.Choice(["transformer", "ngram"]),
+    default="transformer",
+    show_default=True,
+    help="transformer: fine-tune a Hugging Face encoder (GPU-sized); ngram: a projection of the wccn style space "
+    "(minutes on a CPU; read by `--system ngram_style --param model=OUT_DIR`).",
+)
+@click.option(
     "--train-split-of",
     "train_split_of",
     metavar="TASK",
@@ -544,6 +560,8 @@ def pretrain_style_cmd(
     posts: Path,
     out_dir: Path,
     exclude_sets: tuple[Path, ...],
+    exclude_all_sets: tuple[Path, ...],
+    encoder: str,
     train_split_of: str | None,
     task_param_pairs: tuple[str, ...],
     preset_name: str,
@@ -552,8 +570,9 @@ def pretrain_style_cmd(
     """Pre-train a style encoder on forum POSTS (posts.jsonl[.gz] or its folder) into the new folder OUT_DIR.
 
     Two posts of each author in a batch (different threads, a submission and a comment where the author has both),
-    symmetric InfoNCE over the batch; the result is a Hugging Face model folder that verifiers read with
-    `--param encoder.model=OUT_DIR`. Authors held out of training measure, before and after, whether it learnt.
+    symmetric InfoNCE over the batch. --encoder transformer: a Hugging Face model folder that verifiers read with
+    `--param encoder.model=OUT_DIR`; --encoder ngram: a projection of the wccn style space that `ngram_style` reads
+    with `--param model=OUT_DIR`. Authors held out of training measure, before and after, whether it learnt.
     """
     _check_output_folder(out_dir, "OUT_DIR")
     if task_param_pairs and train_split_of is None:
@@ -568,12 +587,22 @@ def pretrain_style_cmd(
         posts,
         out_dir,
         exclude_sets=list(exclude_sets),
+        exclude_all_sets=list(exclude_all_sets),
+        encoder=encoder,
         preset_name=preset_name,
         train_split_of=train_split_of,
         task_params=task_params,
         **settings,
     )
     auc = manifest["held_out_pair_auc"]
+    if encoder == "ngram":
+        click.echo(
+            f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
+            f"{manifest['steps_done']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
+            f"{auc['whitened']} whitened -> {auc['kept']} projected (step {auc['kept_step']})"
+        )
+        click.echo(f"next: harness run --system ngram_style --task pan23 --data SET {manifest['use']}")
+        return
     click.echo(
         f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
         f"{manifest['settings']['steps']} steps in {manifest['seconds']} s; held-out authors' pair AUC "

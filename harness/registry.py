@@ -131,6 +131,13 @@ SYSTEMS: dict[str, Entry] = {
         "character + word TF-IDF, SVD, within-author covariance normalisation (speaker verification's WCCN), cosine",
         serves=VERIFICATION,
     ),
+    "ngram_style": Entry(
+        "systems.ngram_style:NgramStyle",
+        "wccn's style space with a projection learnt authorship-contrastively (pre-trained on forum posts or the "
+        "training problems), cosine (neural extra)",
+        serves=VERIFICATION,
+        extra="neural",
+    ),
     "encoder_wccn": Entry(
         "systems.encoder_wccn:EncoderWccn",
         "frozen transformer's lower-layer [CLS] vectors (MiniLM layers 1-4), PCA, WCCN, cosine (neural extra)",

@@ -40,7 +40,7 @@ def test_one_seed_end_to_end_then_kept(
     script = _script()
     table = script.main(argv)
 
-    manifest = json.loads((out / "encoder-seed0" / script.MANIFEST).read_text(encoding="utf-8"))
+    manifest = json.loads((out / "encoder-seed0" / script.MANIFEST["transformer"]).read_text(encoding="utf-8"))
     assert manifest["excluded"]["sets"] == [str(tmp_path / "sets" / "forum-seed0")]
     assert manifest["excluded"]["authors"] > 0 and manifest["settings"]["steps"] == 2
     assert manifest["settings"]["cross_kind_share"] == 1.0

@@ -7,10 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import HarnessError
 from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus, training_split_of
+from systems.style_encoder.ngram import ngram_settings, pretrain_ngram_style
 from systems.style_encoder.pretraining import preset, pretrain_style_encoder
 
 logger = logging.getLogger("harness")
+
+
+# the settings `harness pretrain-style` passes that the n-gram encoder has (the rest are the transformer's)
+NGRAM_SETTINGS = ("steps", "authors_per_batch", "lr", "seed", "cross_kind_share", "match_community")
 
 
 def pretrain_style(
@@ -19,14 +25,25 @@ def pretrain_style(
     *,
     exclude_sets: Sequence[Path],
     preset_name: str,
+    exclude_all_sets: Sequence[Path] = (),
+    encoder: str = "transformer",
     train_split_of: str | None = None,
     task_params: dict[str, Any] | None = None,
     **settings: Any,
 ):
-    """Read the posts less the sets' test sides (and, for a forum task, only its training split), pre-train, write
-    `out_dir`; return the manifest."""
-    chosen = preset(preset_name, **settings)  # refuses bad settings before the corpus is read
+    """Read the posts less the sets' test sides (both splits of `exclude_all_sets`; for a forum task, only its
+    training split), pre-train the `encoder` ("transformer" or "ngram"), write `out_dir`; return the manifest."""
+    if encoder == "ngram":
+        given = sorted(name for name, value in settings.items() if value is not None and name not in NGRAM_SETTINGS)
+        if given or preset_name != "cpu":
+            options = ", ".join("--" + name.replace("_", "-") for name in given) or "--preset gpu"
+            raise HarnessError(f"{options}: the transformer encoder's; --encoder ngram takes none of them")
+        chosen_ngram = ngram_settings(**{name: settings.get(name) for name in NGRAM_SETTINGS})
+    else:
+        chosen = preset(preset_name, **settings)  # refuses bad settings before the corpus is read
     exclusions = excluded_by_sets(exclude_sets)
+    if exclude_all_sets:
+        exclusions.merge(excluded_by_sets(exclude_all_sets, splits=("train", "test")))
     if train_split_of is not None:
         from harness.runner import make_task
 
@@ -41,4 +58,6 @@ def pretrain_style(
         corpus.summary()["authors_with_two_kinds"],
         corpus.left_out,
     )
+    if encoder == "ngram":
+        return pretrain_ngram_style(corpus, exclusions, out_dir, chosen_ngram)[1]
     return pretrain_style_encoder(corpus, exclusions, out_dir, chosen)

@@ -35,6 +35,13 @@ class Exclusions:
     only_post_ids: set[str] | None = None  # where set, every other post is left out too (a task's training split)
     training_split_of: dict[str, object] | None = None  # the task (name, parameters) that `only_post_ids` came from
 
+    def merge(self, other: Exclusions) -> None:
+        """Leave out what `other` leaves out too (its sets, authors, groups and posts)."""
+        self.authors |= other.authors
+        self.groups |= other.groups
+        self.post_ids |= other.post_ids
+        self.sets += [f"{name} (both splits)" for name in other.sets]
+
     def summary(self) -> dict[str, object]:
         sizes = {"authors": len(self.authors), "groups": len(self.groups), "posts": len(self.post_ids)}
         kept = {} if self.only_post_ids is None else {"training_split_posts": len(self.only_post_ids)}
@@ -53,22 +60,23 @@ def training_split_of(task: Any, task_name: str, task_params: dict[str, Any], po
     return kept
 
 
-def excluded_by_sets(sets: Sequence[Path]) -> Exclusions:
-    """What the test splits of these `harness pairs` sets hold: authors, groups and source post ids."""
+def excluded_by_sets(sets: Sequence[Path], splits: Sequence[str] = ("test",)) -> Exclusions:
+    """What these splits of these `harness pairs` sets hold: authors, groups and source post ids."""
     exclusions = Exclusions()
     for folder in map(Path, sets):
-        truth = folder / "test" / "truth.jsonl"
         origins = folder / "pair_origins.jsonl"
-        for path in (truth, origins):
+        truths = [folder / split / "truth.jsonl" for split in splits]
+        for path in (*truths, origins):
             if not path.is_file():
                 raise HarnessError(f"{path}: not found; --exclude-test-of takes a set built by `harness pairs`")
-        for line, record in read_jsonl(truth):
-            authors = record.get("authors")
-            if not isinstance(authors, list) or not all(isinstance(name, str) for name in authors):
-                raise DataError("expected a list of author names", path=truth, line=line, field="authors")
-            exclusions.authors.update(authors)
+        for truth in truths:
+            for line, record in read_jsonl(truth):
+                authors = record.get("authors")
+                if not isinstance(authors, list) or not all(isinstance(name, str) for name in authors):
+                    raise DataError("expected a list of author names", path=truth, line=line, field="authors")
+                exclusions.authors.update(authors)
         for line, record in read_jsonl(origins):
-            if record.get("split") != "test":
+            if record.get("split") not in splits:
                 continue
             groups, sources = record.get("groups"), record.get("origins")
             if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):

@@ -224,7 +224,7 @@ def pretrain_style_encoder(
             first = embed_all([token_ids[a][i] for a, i, _ in held_out_batch])
             second = embed_all([token_ids[a][j] for a, _, j in held_out_batch])
         model.train()
-        return _pair_auc((first @ second.T).cpu().numpy(), same_community)
+        return pair_auc((first @ second.T).cpu().numpy(), same_community)
 
     optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=settings.weight_decay)
     warmup = max(1, int(settings.warmup_share * settings.steps))
@@ -257,7 +257,7 @@ def pretrain_style_encoder(
             rows = [token_ids[a][i] for a, i, _ in batch] + [token_ids[a][j] for a, _, j in batch]
             embeddings = embed(rows)
             first, second = embeddings[: len(batch)], embeddings[len(batch) :]
-            loss = _symmetric_info_nce(first @ second.T / settings.temperature)
+            loss = symmetric_info_nce(first @ second.T / settings.temperature)
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             if settings.grad_clip is not None:
@@ -314,7 +314,7 @@ def _trainable_parameters(model: Any, layers: int | None) -> list[Any]:
     return trainable
 
 
-def _symmetric_info_nce(logits: Any) -> Any:
+def symmetric_info_nce(logits: Any) -> Any:
     """Each author's first post must pick its second among the batch's, and the second its first."""
     import torch
 
@@ -336,7 +336,7 @@ def _tokenize(tokenizer: Any, corpus: PretrainingCorpus, max_tokens: int) -> lis
     return out
 
 
-def _pair_auc(similarities: np.ndarray, comparable: np.ndarray) -> float:
+def pair_auc(similarities: np.ndarray, comparable: np.ndarray) -> float:
     """AUC of the diagonal (same author) against the off-diagonal (different authors) of a square cosine matrix,
     over the pairs `comparable` marks (those of one community: the negatives a pair set holds)."""
     from sklearn.metrics import roc_auc_score

@@ -237,7 +237,7 @@ def split_folder_cases() -> list[Case]:
 
 
 # walked by split_folder_cases and pretrain-style's extra case, not in the working call
-ALTERNATIVE_PATHS = {"run": {"train_dir", "test_dir"}, "pretrain-style": {"exclude_sets"}}
+ALTERNATIVE_PATHS = {"run": {"train_dir", "test_dir"}, "pretrain-style": {"exclude_sets", "exclude_all_sets"}}
 LIGHT_SYSTEMS = ("length_ratio", "reddit_tfidf", "episode_tfidf")  # no torch: cheap to import, never fitted here
 DATA_LAYOUT = {"pan23": "pan23", "pan20": "pan23", "pan-classic": "classic", "reddit": "forum", "darkweb": "forum"}
 DATA_OF_TASK = {"pan23": ("pan23", None), "classic": ("classic", None), "forum": ("forum", None)}
@@ -331,7 +331,17 @@ SPECS: dict[str, Spec] = {
                     str(ws.pan23),
                 ],  # fmt: skip
                 False,
-            )
+            ),
+            Case(
+                "pretrain-style",
+                "--exclude-all-of a folder that is no pair set",
+                lambda ws, out: [
+                    *argv("pretrain-style", SPECS["pretrain-style"].call, ws, out),
+                    "--exclude-all-of",
+                    str(ws.pan23),
+                ],  # fmt: skip
+                False,
+            ),
         ],
     ),
     "leaderboard": Spec({"results": RESULTS_WITH_DETAILS, "ci": True, "resamples": "10", "output": Output(file=True)}),

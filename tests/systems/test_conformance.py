@@ -48,6 +48,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "pos_ngrams": {"max_n": 2, "grid_step": 0.05},
     "length_ratio": {"grid_step": 0.05},
     "wccn": {"dimensions": 20, "char_features": 2000, "word_features": 1000, "grid_step": 0.05, "calibration_folds": 2},
+    "ngram_style": {"steps": 20, "dimensions": 10, "char_features": 2000, "word_features": 500, "grid_step": 0.05},
     "encoder_wccn": {
         "encoder.model": TINY_ENCODER,
         "encoder.max_tokens": 24,

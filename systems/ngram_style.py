@@ -1,0 +1,163 @@
+"""`ngram_style`: verification by the cosine of an n-gram style encoder's embeddings (`systems.style_encoder.ngram`).
+
+The encoder is the wccn style space (character and word TF-IDF, SVD, within-author whitening) with a projection
+learnt authorship-contrastively on top. Two ways to get one:
+
+- `model=FOLDER`: an encoder pre-trained on forum posts by `harness pretrain-style POSTS FOLDER --encoder ngram`,
+  which learns from thousands of authors. Pre-train it with `--exclude-all-of SET` (both splits of the set left
+  out): the band is then fitted on the training problems' scores as they are, since the encoder never saw them. With
+  `--exclude-test-of SET` only, the training pairs' authors were learnt and their scores overstate how alike one
+  author's texts look: the band would be placed for scores the test problems never reach.
+- no model: the encoder is learnt from the training problems' texts and authors (the truth's names joined with what
+  the problems say, `toolkit.style_space.text_authors`), and the band on out-of-fold scores, each fold's encoder
+  learnt without its held-out problems.
+
+A problem's raw score is (1 + cosine) / 2 of its known texts' mean embedding and its unknown text's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.errors import HarnessError
+from core.records import VerificationData, VerificationProblem, VerificationTruth
+from systems.style_encoder.corpus import PretrainingCorpus
+from systems.style_encoder.ngram import NgramStyleModel, load_ngram_style, ngram_settings, pretrain_ngram_style
+from toolkit.calibration import fit_then_score
+from toolkit.style_space import cosine_scores, distinct_texts, text_authors
+from toolkit.verifier import CalibratedVerifier
+
+
+def problems_corpus(
+    problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth]
+) -> PretrainingCorpus:
+    """The training problems' texts by author group, each text's discourse type where the problems give one; threads
+    and communities are unknown (each text its own thread, one community for all)."""
+    texts, authors = text_authors(problems, truth)
+    kinds: dict[str, str] = {}
+    for problem in problems:
+        for text, kind in zip(problem.texts, problem.discourse_types or (), strict=False):
+            kinds.setdefault(text, kind)
+    by_group: dict[int, list[str]] = {}
+    for text, group in zip(texts, authors.tolist(), strict=True):
+        by_group.setdefault(group, []).append(text)
+    groups = [group for group in sorted(by_group) if len(by_group[group]) >= 2]
+    grouped = [by_group[group] for group in groups]
+    return PretrainingCorpus(
+        authors=[str(group) for group in groups],
+        texts=grouped,
+        kinds=[[kinds.get(text, "") for text in texts_] for texts_ in grouped],
+        threads=[[f"{g}:{i}" for i in range(len(texts_))] for g, texts_ in zip(groups, grouped, strict=True)],
+        communities=[[""] * len(texts_) for texts_ in grouped],
+        source="training problems",
+        left_out={},
+    )
+
+
+class NgramStyle(CalibratedVerifier):
+    """Cosine of n-gram style embeddings; see the module docstring.
+
+    Parameters:
+        model: None (learn the encoder from the training problems) or a folder written by
+            `harness pretrain-style --encoder ngram`.
+        steps, dimensions, char_features, word_features: with no model, the encoder's settings
+            (`systems.style_encoder.ngram.NgramStylePretraining`; the rest are its defaults).
+    """
+
+    name: ClassVar[str] = "ngram_style"
+    FITTED: ClassVar[tuple[str, ...]] = ("_model", "_band")
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        steps: int = 3000,
+        dimensions: int = 300,
+        char_features: int = 100_000,
+        word_features: int = 30_000,
+        grid_step: float = 0.01,
+        objective: str = "overall",
+        calibration_folds: int = 5,
+    ) -> None:
+        ngram_settings(steps=steps, dimensions=dimensions, char_features=char_features, word_features=word_features)
+        super().__init__(locals())
+        self._model: NgramStyleModel | None = None
+        self._info: dict[str, Any] = {}
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Where the encoder came from (its manifest's summary, or what it was learnt from) and the training
+        problems' AUC of the scores the band was fitted on."""
+        return self._info
+
+    def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
+        from sklearn.metrics import roc_auc_score
+
+        assert train.truth is not None  # training_labels checked it
+        truth = train.truth
+        if self.model is not None:
+            self._model, manifest = load_ngram_style(Path(self.model))
+            scores = self._similarities(train.problems, self._model)
+            self._band = self.fit_band(train, scores, labels)
+            self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}
+            self._info = {"model": str(self.model), "pretraining": _summary(manifest)}
+        else:
+
+            def fit(problems: Sequence[VerificationProblem]) -> NgramStyleModel:
+                return self._learn(problems, truth, seed=seed)[0]
+
+            scores = self.cross_fit_band(
+                train, labels, fit_then_score(train.problems, fit, self._similarities), seed=seed
+            )
+            self._model, manifest = self._learn(train.problems, truth, seed=seed)
+            self._info = {"model": None, "pretraining": _summary(manifest)}
+        both = labels.any() and not labels.all()
+        self._info["band_scores_auc"] = float(roc_auc_score(labels, scores)) if both else None
+
+    def _learn(
+        self, problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth], *, seed: int
+    ) -> tuple[NgramStyleModel, dict[str, Any]]:
+        corpus = problems_corpus(problems, truth)
+        if len(corpus.authors) < 3:
+            raise HarnessError(
+                f"{self.name}: {len(corpus.authors)} author group(s) with two or more training texts; need 3 "
+                "(or give --param model=FOLDER, an encoder pre-trained with `harness pretrain-style --encoder ngram`)"
+            )
+        texts = sum(map(len, corpus.texts))
+        settings = ngram_settings(
+            steps=self.steps, dimensions=min(self.dimensions, texts - 1), char_features=self.char_features,
+            word_features=self.word_features, seed=seed, authors_per_batch=min(256, len(corpus.authors) - 1),
+        )  # fmt: skip
+        return pretrain_ngram_style(corpus, None, None, settings)
+
+    def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
+        """(1 + cosine) / 2 of each problem's known (mean) and unknown embeddings."""
+        self._check_fitted()
+        assert self._model is not None
+        return self._similarities(problems, self._model)
+
+    def _similarities(self, problems: Sequence[VerificationProblem], model: NgramStyleModel) -> np.ndarray:
+        texts = distinct_texts(problems)
+        return cosine_scores(problems, texts, model.embed(texts, desc=f"{self.name}: embedding texts"))
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Vocabularies, band and info in config.json; idf, SVD basis, whitening and projection in weights."""
+        assert self._model is not None
+        state, arrays = self._model.state()
+        return state | {"info": self._info} | self.band_state(), arrays
+
+    def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
+        self._model = NgramStyleModel.from_state(dict(state), dict(arrays), where=where)
+        self._info = dict(state.get("info") or {})
+
+
+def _summary(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What a pre-training's manifest says of where the encoder came from, without its per-step history."""
+    auc = dict(manifest.get("held_out_pair_auc") or {})
+    auc.pop("history", None)
+    keys = ("training_authors", "held_out_authors", "steps_done", "seconds", "excluded")
+    return {key: manifest.get(key) for key in keys} | {"held_out_pair_auc": auc}

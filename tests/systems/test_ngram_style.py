@@ -1,0 +1,156 @@
+"""The n-gram style encoder and `ngram_style` on real forum posts and PAN 2013: pre-training learns (the held-out
+authors' AUC is kept from the best step), its numpy forward pass is the trained network's, the model folder reads
+back to the same embeddings, both splits of a set can be left out, and the verifier answers both with a pre-trained
+model (band on its training scores) and without one (learnt per fold)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from click.testing import CliRunner  # noqa: E402
+
+from core.errors import HarnessError  # noqa: E402
+from harness.cli import main  # noqa: E402
+from systems.ngram_style import NgramStyle, problems_corpus  # noqa: E402
+from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus  # noqa: E402
+from systems.style_encoder.ngram import (  # noqa: E402
+    MODEL_CONFIG,
+    _Projection,
+    _weights,
+    gelu,
+    load_ngram_style,
+    ngram_settings,
+    pretrain_ngram_style,
+)
+from tasks.pairs import build_pairs  # noqa: E402
+from tasks.pan.pan23 import Pan23Task  # noqa: E402
+
+SMALL = {
+    "dimensions": 20,
+    "char_features": 3000,
+    "word_features": 1000,
+    "basis_texts": 2000,
+    "hidden": 32,
+    "size": 16,
+    "steps": 40,
+    "eval_every": 10,
+    "authors_per_batch": 16,
+    "held_out_authors": 20,
+}
+
+
+@pytest.fixture(scope="module")
+def slice_set(forum_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ngram-set") / "set"
+    build_pairs("forum", forum_slice, out, pairs=60, seed=0)
+    return out
+
+
+def test_numpy_forward_pass_is_the_networks():
+    torch.manual_seed(0)
+    network = _Projection(6, 10, 4, 0.1).eval()
+    x = torch.randn(5, 6)
+    weights = _weights(network)
+    with torch.no_grad():
+        expected = network(x).numpy()
+    hidden = gelu(x.numpy() @ weights["hidden_weight"] + weights["hidden_bias"])
+    got = x.numpy() @ weights["linear"] + hidden @ weights["output_weight"] + weights["output_bias"]
+    assert np.allclose(got, expected, atol=1e-5)
+
+
+def test_both_splits_of_a_set_can_be_left_out(slice_set: Path):
+    test_only = excluded_by_sets([slice_set])
+    both = excluded_by_sets([slice_set], splits=("train", "test"))
+    train_authors = {
+        name
+        for line in (slice_set / "train" / "truth.jsonl").read_text(encoding="utf-8").splitlines()
+        for name in json.loads(line)["authors"]
+    }
+    assert train_authors and not train_authors & test_only.authors  # the builder keeps splits apart
+    assert both.authors == test_only.authors | train_authors
+    assert test_only.groups < both.groups and test_only.post_ids < both.post_ids
+
+
+def test_pretraining_keeps_the_best_step_and_reads_back(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    exclusions = excluded_by_sets([slice_set], splits=("train", "test"))
+    corpus = pretraining_corpus(forum_slice, exclusions)
+    out = tmp_path / "ngram"
+    model, manifest = pretrain_ngram_style(corpus, exclusions, out, ngram_settings(**SMALL, patience=10))
+    auc = manifest["held_out_pair_auc"]
+    history = auc["history"]
+    assert [step for step, _ in history] == [0, 10, 20, 30, 40] and manifest["steps_done"] == 40
+    best = max(history, key=lambda item: item[1])
+    assert (auc["kept_step"], auc["kept"]) == tuple(best)
+    assert 0 <= auc["whitened"] <= 1 and manifest["held_out_authors"] == 20
+    assert manifest["excluded"]["authors"] == len(exclusions.authors)
+    read, read_manifest = load_ngram_style(out)
+    texts = corpus.texts[0][:3] + corpus.texts[1][:2]
+    assert np.allclose(read.embed(texts), model.embed(texts)) and read_manifest == manifest
+    assert not [entry for entry in tmp_path.iterdir() if entry.name.startswith(".ngram.")]  # no staging left
+    with pytest.raises(HarnessError, match="not empty"):
+        pretrain_ngram_style(corpus, exclusions, out, ngram_settings(**SMALL))
+
+
+def test_training_stops_after_patience_evaluations_without_a_gain(forum_slice: Path):
+    corpus = pretraining_corpus(forum_slice, excluded_by_sets([]))
+    _, manifest = pretrain_ngram_style(corpus, None, None, ngram_settings(**{**SMALL, "steps": 400}, patience=2))
+    auc = manifest["held_out_pair_auc"]
+    assert manifest["steps_done"] < 400  # a small corpus is overfitted long before
+    assert manifest["steps_done"] == auc["kept_step"] + 2 * 10
+
+
+def test_bad_settings_and_files_are_refused(tmp_path: Path):
+    for bad in ({"steps": 0}, {"posts_per_author": 1}, {"dropout": 1.0}, {"temperature": 0}):
+        with pytest.raises(HarnessError):
+            ngram_settings(**bad)
+    with pytest.raises(HarnessError, match="not found"):
+        load_ngram_style(tmp_path)
+    (tmp_path / MODEL_CONFIG).write_text("{}", encoding="utf-8")
+    (tmp_path / "ngram_style.safetensors").write_bytes(b"junk")
+    with pytest.raises(HarnessError, match="cannot read"):
+        load_ngram_style(tmp_path)
+
+
+def test_the_command_writes_a_model_the_verifier_reads(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    out = tmp_path / "model"
+    args = ["pretrain-style", str(forum_slice), str(out), "--encoder", "ngram", "--steps", "20"]
+    refused = CliRunner().invoke(main, [*args, "--trainable-layers", "2"])
+    assert refused.exit_code != 0 and "--trainable-layers" in refused.output and not out.exists()
+    done = CliRunner().invoke(main, [*args, "--exclude-all-of", str(slice_set), "--seed", "1"])
+    assert done.exit_code == 0, done.output
+    assert "projected" in done.output
+    assert f"--system ngram_style --task pan23 --data SET --param model={out}" in done.output
+    manifest = json.loads((out / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
+    assert manifest["settings"]["seed"] == 1 and manifest["excluded"]["sets"] == [f"{slice_set} (both splits)"]
+
+    task = Pan23Task()
+    train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
+    system = NgramStyle(model=str(out), grid_step=0.05)
+    system.fit(train, seed=0)
+    assert system.calibration_info is not None and system.calibration_info["folds"] == 0
+    assert system.info["pretraining"]["excluded"]["authors"] == manifest["excluded"]["authors"]
+    answers = [answer.value for answer in system.predict(test.problems)]
+    assert len(answers) == len(test.problems) and all(0 <= value <= 1 for value in answers)
+
+
+def test_without_a_model_it_learns_from_the_training_problems(tmp_path: Path):
+    from helpers.pan13 import write_pan13_english
+
+    from tasks.pan.classic import PanClassicTask
+
+    pan13_en = write_pan13_english(tmp_path)
+    task = PanClassicTask()
+    train = task.load(pan13_en, "test")  # 30 problems to fit on, as the conformance tests do
+    corpus = problems_corpus(train.problems, train.truth)
+    assert len(corpus.authors) >= 3 and all(len(texts) >= 2 for texts in corpus.texts)
+    system = NgramStyle(steps=20, dimensions=10, char_features=2000, word_features=500, calibration_folds=2)
+    system.fit(train, seed=0)
+    assert system.info["model"] is None and system.calibration_info["folds"] == 2
+    scores = system.raw_scores(task.load(pan13_en, "train").problems)
+    assert np.isfinite(scores).all() and ((scores >= 0) & (scores <= 1)).all()
