@@ -133,7 +133,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
         oof = row["out_of_fold_auc"] or {}
         lines.append(
             f"| {row['seed']} | {row['posts']:,} / {row['authors']:,} ({row['both_kinds']:,}) | "
-            f"{row['held_out_before']:.3f} -> {row['held_out_after']:.3f} ({row['kept_step']}) | "
+            f"{_fmt(row['held_out_before'])} -> {_fmt(row['held_out_after'])} ({row['kept_step']}) | "
             f"{str(row['whiten']).lower()} | {_fmt(oof.get('true'))} / {_fmt(oof.get('false'))} | "
             f"{row['auc']:.3f} | {row['c_at_1']:.3f} | {row['overall']:.3f} | {'/'.join(map(str, row['answers']))} |"
         )

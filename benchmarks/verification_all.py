@@ -57,6 +57,7 @@ ROWS: dict[str, tuple[str, dict[str, Any]]] = {
         "pos_ngrams",
         "compressor",
         "wccn",
+        "ngram_style",
         "pair_features",
     )
 }

@@ -87,3 +87,26 @@ def test_a_folder_that_is_not_a_set_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         _script().main(argv)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_ngram_encoder_leaves_out_both_splits_and_ngram_style_reads_it(forum_slice: Path, tmp_path: Path) -> None:
+    build_pairs("forum", forum_slice, tmp_path / "sets" / "forum-seed0", pairs=60, seed=0)
+    out = tmp_path / "out"
+    argv = ["--posts", str(forum_slice), "--sets", str(tmp_path / "sets"), "--out", str(out), "--seeds", "0"]
+    script = _script()
+    table = script.main([*argv, "--encoder", "ngram", "--steps", "20"])
+
+    manifest = script.read_manifest(out, 0, "ngram")
+    assert manifest["excluded"]["sets"] == [f"{tmp_path / 'sets' / 'forum-seed0'} (both splits)"]
+    assert manifest["settings"]["steps"] == 20
+    truths = [tmp_path / "sets" / "forum-seed0" / split / "truth.jsonl" for split in ("train", "test")]
+    truth = [json.loads(line) for path in truths for line in path.read_text().splitlines()]
+    assert manifest["excluded"]["authors"] == len({name for record in truth for name in record["authors"]})
+    row = script.seed_row(out, 0, encoder="ngram")
+    run = script.run_dir(out, 0, verifier="ngram_style")
+    assert run is not None and row["whiten"] == "-"
+    params = json.loads((run / "checkpoint" / "config.json").read_text(encoding="utf-8"))["params"]
+    assert params["model"] == str(out / "encoder-seed0")
+    auc = manifest["held_out_pair_auc"]
+    assert (row["held_out_before"], row["held_out_after"]) == (auc["whitened"], auc["kept"])
+    assert f"| {row['auc']:.3f} | {row['c_at_1']:.3f} | {row['overall']:.3f} |" in table
