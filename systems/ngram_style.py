@@ -127,10 +127,12 @@ class NgramStyle(CalibratedVerifier):
                 f"{self.name}: {len(corpus.authors)} author group(s) with two or more training texts; need 3 "
                 "(or give --param model=FOLDER, an encoder pre-trained with `harness pretrain-style --encoder ngram`)"
             )
-        texts = sum(map(len, corpus.texts))
+        texts, authors = sum(map(len, corpus.texts)), len(corpus.authors)
+        # pre-training holds out a fifth of the author groups for early stopping (a projection learnt from a few
+        # hundred authors is overfitted long before 3,000 steps); the rest fill the batches
         settings = ngram_settings(
             steps=self.steps, dimensions=min(self.dimensions, texts - 1), char_features=self.char_features,
-            word_features=self.word_features, seed=seed, authors_per_batch=min(256, len(corpus.authors) - 1),
+            word_features=self.word_features, seed=seed, authors_per_batch=min(256, authors - authors // 5),
         )  # fmt: skip
         return pretrain_ngram_style(corpus, None, None, settings)
 

@@ -12,7 +12,8 @@ from the same posts in minutes on a laptop CPU:
    one author close"; the projection learns the non-linear rest the contrastive loss rewards.
 3. Early stopping as the transformer encoder does it: held-out authors' pair AUC (different authors of one community)
    every `eval_every` steps; the best step's weights are kept, and training stops after `patience` evaluations
-   without a gain.
+   without a gain. `held_out_authors` are held out, but at most a fifth of the authors (none where that is under 2:
+   then every step is trained and the last kept).
 
 Each author gives at most `posts_per_author` posts (drawn with the seed), so a few prolific authors do not make the
 whitening theirs. Nothing here needs a GPU: a forward pass is three matrix products (`NgramStyleModel.embed`, numpy),
@@ -193,7 +194,9 @@ def pretrain_ngram_style(
     offsets = np.concatenate([[0], np.cumsum([len(texts) for texts in corpus.texts])]).astype(np.int64)
 
     order = rng.permutation(len(corpus.authors))
-    held_out_count = min(settings.held_out_authors, max(len(corpus.authors) - settings.authors_per_batch, 0))
+    # at most a fifth of the authors held out, and none where that is under 2 (no AUC to stop on)
+    held_out_count = min(settings.held_out_authors, len(corpus.authors) // 5)
+    held_out_count = held_out_count if held_out_count >= 2 else 0
     held_out, training = sorted(order[:held_out_count].tolist()), sorted(order[held_out_count:].tolist())
     if len(training) < 2:
         raise HarnessError(f"{len(training)} training author(s) after holding out {held_out_count}; need 2")
