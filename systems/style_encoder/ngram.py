@@ -190,8 +190,8 @@ def pretrain_ngram_style(
     torch.manual_seed(settings.seed)
     corpus = capped(corpus, settings.posts_per_author, rng)
     texts = [text for texts in corpus.texts for text in texts]
-    author_of = np.concatenate([np.full(len(texts), a) for a, texts in enumerate(corpus.texts)]).astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum([len(texts) for texts in corpus.texts])]).astype(np.int64)
+    author_of = np.concatenate([np.full(len(posts), a) for a, posts in enumerate(corpus.texts)]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in corpus.texts])]).astype(np.int64)
 
     order = rng.permutation(len(corpus.authors))
     # at most a fifth of the authors held out, and none where that is under 2 (no AUC to stop on)
@@ -216,7 +216,7 @@ def pretrain_ngram_style(
 
     # 2. the projection, trained contrastively with early stopping on the held-out authors
     d = vectors.shape[1]
-    network = _Projection(d, settings.hidden, settings.size, settings.dropout)
+    network = projection_network(d, settings.hidden, settings.size, settings.dropout)
     optimizer = torch.optim.AdamW(network.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     sampler = PairSampler(corpus, training, settings.sampling(), settings.seed + 1)
     held_out_pairs = PairSampler(corpus, held_out, settings.sampling(), settings.seed + 2)
@@ -312,7 +312,8 @@ def _weights(network: Any) -> dict[str, np.ndarray]:
     }
 
 
-def _Projection(d: int, hidden: int, size: int, dropout: float) -> Any:  # noqa: N802 - builds a torch module
+def projection_network(d: int, hidden: int, size: int, dropout: float) -> Any:
+    """The projection as a torch module: linear, plus a one-hidden-layer GELU network beside it."""
     import torch
 
     class Projection(torch.nn.Module):

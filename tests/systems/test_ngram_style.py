@@ -21,12 +21,12 @@ from systems.ngram_style import NgramStyle, problems_corpus  # noqa: E402
 from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus  # noqa: E402
 from systems.style_encoder.ngram import (  # noqa: E402
     MODEL_CONFIG,
-    _Projection,
     _weights,
     gelu,
     load_ngram_style,
     ngram_settings,
     pretrain_ngram_style,
+    projection_network,
 )
 from tasks.pairs import build_pairs  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
@@ -54,7 +54,7 @@ def slice_set(forum_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 def test_numpy_forward_pass_is_the_networks():
     torch.manual_seed(0)
-    network = _Projection(6, 10, 4, 0.1).eval()
+    network = projection_network(6, 10, 4, 0.1).eval()
     x = torch.randn(5, 6)
     weights = _weights(network)
     with torch.no_grad():
