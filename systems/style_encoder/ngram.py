@@ -189,7 +189,7 @@ def pretrain_ngram_style(
     rng = np.random.default_rng(settings.seed)
     torch.manual_seed(settings.seed)
     corpus = capped(corpus, settings.posts_per_author, rng)
-    texts = [text for texts in corpus.texts for text in texts]
+    texts = [text for posts in corpus.texts for text in posts]
     author_of = np.concatenate([np.full(len(posts), a) for a, posts in enumerate(corpus.texts)]).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in corpus.texts])]).astype(np.int64)
 
@@ -273,8 +273,7 @@ def pretrain_ngram_style(
     manifest = {
         "format": "ngram-style-pretraining-v1",
         "settings": asdict(settings),
-        "corpus": corpus.summary()
-        | ({"sha256": sha256_files([Path(corpus.source)])} if Path(corpus.source).is_file() else {}),  # fmt: skip
+        "corpus": corpus.summary() | _checksum(corpus.source),
         "excluded": exclusions.summary() if exclusions is not None else None,
         "training_authors": len(training),
         "held_out_authors": len(held_out),
