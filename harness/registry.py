@@ -132,7 +132,7 @@ SYSTEMS: dict[str, Entry] = {
         serves=VERIFICATION,
     ),
     "ngram_style": Entry(
-        "systems.ngram_style:NgramStyle",
+        "systems.style_encoder.verifier:NgramStyle",
         "wccn's style space with a projection learnt authorship-contrastively (pre-trained on forum posts or the "
         "training problems), cosine (neural extra)",
         serves=VERIFICATION,

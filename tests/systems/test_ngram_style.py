@@ -17,7 +17,6 @@ from click.testing import CliRunner  # noqa: E402
 
 from core.errors import HarnessError  # noqa: E402
 from harness.cli import main  # noqa: E402
-from systems.ngram_style import NgramStyle, problems_corpus  # noqa: E402
 from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus  # noqa: E402
 from systems.style_encoder.ngram import (  # noqa: E402
     MODEL_CONFIG,
@@ -28,6 +27,7 @@ from systems.style_encoder.ngram import (  # noqa: E402
     pretrain_ngram_style,
     projection_network,
 )
+from systems.style_encoder.verifier import NgramStyle, problems_corpus  # noqa: E402
 from tasks.pairs import build_pairs  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
 

@@ -1,5 +1,7 @@
 """`ngram_style`: verification by the cosine of an n-gram style encoder's embeddings (`systems.style_encoder.ngram`).
 
+It lives beside the encoder it reads and learns (a system imports no other system's package).
+
 The encoder is the wccn style space (character and word TF-IDF, SVD, within-author whitening) with a projection
 learnt authorship-contrastively on top. Two ways to get one:
 
