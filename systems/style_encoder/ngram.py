@@ -225,22 +225,21 @@ def pretrain_ngram_style(
                  for i, j in [held_out_pairs.two_posts(a, c)]]  # fmt: skip
     same_community = np.equal.outer(np.array([str(c) for c in communities]), np.array([str(c) for c in communities]))
 
-    def held_out_auc() -> float | None:
+    def held_out_auc(embed: Any = None) -> float | None:
+        """The held-out authors' pair AUC of `embed`'s cosines (None: the projection being trained)."""
         if len(held_rows) < 2:
             return None
         network.eval()
         with torch.no_grad():
-            first = torch.nn.functional.normalize(network(vectors[[i for i, _ in held_rows]]), dim=-1)
-            second = torch.nn.functional.normalize(network(vectors[[j for _, j in held_rows]]), dim=-1)
+            model = network if embed is None else embed
+            first, second = (model(vectors[[pair[k] for pair in held_rows]]) for k in (0, 1))
+            first, second = (torch.nn.functional.normalize(rows, dim=-1) for rows in (first, second))
+            similarities = first @ second.T
         network.train()
-        return pair_auc((first @ second.T).numpy(), same_community)
+        return pair_auc(similarities.numpy(), same_community)
 
-    before = held_out_auc()  # the projection's random start: what whitening alone gives is `whitened_auc`
-    whitened_auc = None
-    if len(held_rows) >= 2:
-        first = torch.nn.functional.normalize(vectors[[i for i, _ in held_rows]], dim=-1)
-        second = torch.nn.functional.normalize(vectors[[j for _, j in held_rows]], dim=-1)
-        whitened_auc = pair_auc((first @ second.T).numpy(), same_community)
+    before = held_out_auc()  # the projection's random start; what whitening alone gives:
+    whitened_auc = held_out_auc(torch.nn.Identity())
     logger.info("ngram style pre-training: held-out pair AUC of the whitened space %s", _fmt(whitened_auc))
     history: list[list[Any]] = [[0, before]]
     best_step, best_auc, best_weights = 0, before, _weights(network)
