@@ -68,7 +68,9 @@ def excluded_by_sets(sets: Sequence[Path], splits: Sequence[str] = ("test",)) ->
         truths = [folder / split / "truth.jsonl" for split in splits]
         for path in (*truths, origins):
             if not path.is_file():
-                raise HarnessError(f"{path}: not found; --exclude-test-of takes a set built by `harness pairs`")
+                raise HarnessError(
+                    f"{path}: not found; --exclude-test-of and --exclude-all-of take a set built by `harness pairs`"
+                )
         for truth in truths:
             for line, record in read_jsonl(truth):
                 authors = record.get("authors")
