@@ -36,7 +36,10 @@ FORUM = "forum"  # the sets the encoders leave out the test side (ngram: both si
 
 def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     command = ["pretrain-style", str(args.posts), str(encoder_dir(args.out, seed)), "--seed", str(seed)]
-    if args.encoder == "ngram":  # its verifier fits the band on the training pairs' scores: leave them out too
+    if args.encoder == "ngram" and args.band_folds:  # the band on out-of-fold scores: the training authors stay
+        command += ["--encoder", "ngram", "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
+        given = [("--steps", args.steps), ("--band-folds", args.band_folds)]
+    elif args.encoder == "ngram":  # its verifier fits the band on the training pairs' scores: leave them out too
         command += ["--encoder", "ngram", "--exclude-all-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps)]
     else:
@@ -186,6 +189,9 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--model", help="the base encoder (default: all-MiniLM-L6-v2, offline)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--cross-kind-share", type=float, help="as `harness pretrain-style` takes it (default 0.5)")
+    parser.add_argument(
+        "--band-folds", type=int, help="ngram: leave out the set's test side only, with this many band fold encoders"
+    )
     parser.add_argument(
         "--transfer", action="append", default=[], metavar="NAME", help="also score NAME-seedN with seed N's encoder"
     )

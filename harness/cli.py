@@ -524,6 +524,12 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     "(minutes on a CPU; read by `--system ngram_style --param model=OUT_DIR`).",
 )
 @click.option(
+    "--band-folds",
+    type=click.IntRange(min=2),
+    help="--encoder ngram with one --exclude-test-of SET: K more encoders, each also without a K-th of SET's "
+    "training authors, so ngram_style fits its band on out-of-fold scores (K + 1 pre-trainings).",
+)
+@click.option(
     "--train-split-of",
     "train_split_of",
     metavar="TASK",
@@ -562,6 +568,7 @@ def pretrain_style_cmd(
     exclude_sets: tuple[Path, ...],
     exclude_all_sets: tuple[Path, ...],
     encoder: str,
+    band_folds: int | None,
     train_split_of: str | None,
     task_param_pairs: tuple[str, ...],
     preset_name: str,
@@ -589,6 +596,7 @@ def pretrain_style_cmd(
         exclude_sets=list(exclude_sets),
         exclude_all_sets=list(exclude_all_sets),
         encoder=encoder,
+        band_folds=band_folds,
         preset_name=preset_name,
         train_split_of=train_split_of,
         task_params=task_params,
@@ -601,6 +609,10 @@ def pretrain_style_cmd(
             f"{manifest['steps_done']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
             f"{auc['whitened']} whitened -> {auc['kept']} projected (step {auc['kept_step']})"
         )
+        if "band_folds" in manifest:
+            folds = manifest["band_folds"]
+            click.echo(f"band folds: {len(folds['pairs'])} encoders, each without {folds['pairs']} training pairs; "
+                       f"held-out authors' pair AUC {folds['held_out_pair_auc']}")  # fmt: skip
         click.echo(f"next: harness run --system ngram_style --task pan23 --data SET {manifest['use']}")
         return
     click.echo(

@@ -110,3 +110,13 @@ def test_the_ngram_encoder_leaves_out_both_splits_and_ngram_style_reads_it(forum
     auc = manifest["held_out_pair_auc"]
     assert (row["held_out_before"], row["held_out_after"]) == (auc["whitened"], auc["kept"])
     assert f"| {row['auc']:.3f} | {row['c_at_1']:.3f} | {row['overall']:.3f} |" in table
+
+
+def test_band_folds_leave_out_the_test_side_only(tmp_path: Path) -> None:
+    script = _script()
+    args = script.argparse.Namespace(posts=tmp_path, sets=tmp_path / "sets", out=tmp_path / "out", encoder="ngram",
+                                     band_folds=2, steps=None, cross_kind_share=None)  # fmt: skip
+    command = script.pretrain_command(args, 1)
+    assert command[-4:] == ["--exclude-test-of", str(tmp_path / "sets" / "forum-seed1"), "--band-folds", "2"]
+    args.band_folds = None
+    assert "--exclude-all-of" in script.pretrain_command(args, 1)

@@ -35,12 +35,12 @@ class Exclusions:
     only_post_ids: set[str] | None = None  # where set, every other post is left out too (a task's training split)
     training_split_of: dict[str, object] | None = None  # the task (name, parameters) that `only_post_ids` came from
 
-    def merge(self, other: Exclusions) -> None:
-        """Leave out what `other` leaves out too (its sets, authors, groups and posts)."""
+    def merge(self, other: Exclusions, how: str = "both splits") -> None:
+        """Leave out what `other` leaves out too (its sets, named with `how`, authors, groups and posts)."""
         self.authors |= other.authors
         self.groups |= other.groups
         self.post_ids |= other.post_ids
-        self.sets += [f"{name} (both splits)" for name in other.sets]
+        self.sets += [f"{name} ({how})" for name in other.sets]
 
     def summary(self) -> dict[str, object]:
         sizes = {"authors": len(self.authors), "groups": len(self.groups), "posts": len(self.post_ids)}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.files import sha256_files, staged_folder
 from core.progress import Progress
+from systems.style_encoder.band_folds import FOLDS_FILE
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 from systems.style_encoder.pretraining import PairSampler, StylePretraining, pair_auc, symmetric_info_nce
 from toolkit.style_space import Basis, StyleSpace, fit_basis, within_author_whitening
@@ -178,9 +180,14 @@ def capped(corpus: PretrainingCorpus, cap: int, rng: np.random.Generator) -> Pre
 
 
 def pretrain_ngram_style(
-    corpus: PretrainingCorpus, exclusions: Exclusions | None, out_dir: Path | None, settings: NgramStylePretraining
+    corpus: PretrainingCorpus,
+    exclusions: Exclusions | None,
+    out_dir: Path | None,
+    settings: NgramStylePretraining,
+    band_folds: tuple[dict[str, Any], Sequence[tuple[NgramStyleModel, dict[str, Any]]]] | None = None,
 ) -> tuple[NgramStyleModel, dict[str, Any]]:
-    """Learn the model on `corpus`; write it with its manifest to `out_dir` (which must not exist) where given."""
+    """Learn the model on `corpus`; write it with its manifest to `out_dir` (which must not exist) where given,
+    with the band folds' models where given (`write_ngram_style`)."""
     import torch
 
     if out_dir is not None and Path(out_dir).exists() and any(Path(out_dir).iterdir()):
@@ -283,19 +290,43 @@ def pretrain_ngram_style(
     if out_dir is not None:
         out_dir = Path(out_dir)
         manifest["use"] = f"--param model={out_dir}"
-        write_ngram_style(model, manifest, out_dir)
+        if band_folds is not None:
+            record, models = band_folds
+            manifest["band_folds"] = {
+                "set": record["set"],
+                "grouping": record["grouping"],
+                "pairs": [len(fold["pair_ids"]) for fold in record["folds"]],
+                "held_out_pair_auc": [fold_manifest["held_out_pair_auc"]["kept"] for _, fold_manifest in models],
+            }
+        write_ngram_style(model, manifest, out_dir, band_folds)
     return model, manifest
 
 
-def write_ngram_style(model: NgramStyleModel, manifest: dict[str, Any], out_dir: Path) -> None:
-    """The model and its manifest into the new folder `out_dir`, whole or not at all."""
+def write_ngram_style(
+    model: NgramStyleModel,
+    manifest: dict[str, Any],
+    out_dir: Path,
+    band_folds: tuple[dict[str, Any], Sequence[tuple[NgramStyleModel, dict[str, Any]]]] | None = None,
+) -> None:
+    """The model and its manifest into the new folder `out_dir`, whole or not at all; with `band_folds` (the folds'
+    record and each fold's model and manifest, `systems.style_encoder.band_folds`) each fold's in a subfolder."""
+    with staged_folder(Path(out_dir)) as staging:
+        _write_files(staging, model, manifest)
+        if band_folds is not None:
+            record, models = band_folds
+            for fold, (fold_model, fold_manifest) in zip(record["folds"], models, strict=True):
+                (staging / fold["folder"]).mkdir()
+                _write_files(staging / fold["folder"], fold_model, fold_manifest)
+            (staging / FOLDS_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+
+def _write_files(folder: Path, model: NgramStyleModel, manifest: dict[str, Any]) -> None:
     from safetensors.numpy import save_file
 
     state, arrays = model.state()
-    with staged_folder(Path(out_dir)) as staging:
-        save_file({name: np.ascontiguousarray(array) for name, array in arrays.items()}, str(staging / MODEL_WEIGHTS))
-        config = {"format": "ngram-style-v1", "state": state, "manifest": manifest}
-        (staging / MODEL_CONFIG).write_text(json.dumps(config) + "\n", encoding="utf-8")
+    save_file({name: np.ascontiguousarray(array) for name, array in arrays.items()}, str(folder / MODEL_WEIGHTS))
+    config = {"format": "ngram-style-v1", "state": state, "manifest": manifest}
+    (folder / MODEL_CONFIG).write_text(json.dumps(config) + "\n", encoding="utf-8")
 
 
 def _weights(network: Any) -> dict[str, np.ndarray]:

@@ -9,7 +9,10 @@ learnt authorship-contrastively on top. Two ways to get one:
   which learns from thousands of authors. Pre-train it with `--exclude-all-of SET` (both splits of the set left
   out): the band is then fitted on the training problems' scores as they are, since the encoder never saw them. With
   `--exclude-test-of SET` only, the training pairs' authors were learnt and their scores overstate how alike one
-  author's texts look: the band would be placed for scores the test problems never reach.
+  author's texts look: the band would be placed for scores the test problems never reach. Add `--band-folds K` to
+  that and the folder also holds K encoders, each pre-trained without a K-th of the training authors: the band is
+  fitted on the training pairs' scores by the encoders that never saw their authors, while the test problems are
+  scored by the main encoder, which learnt from all of them (`systems.style_encoder.band_folds`).
 - no model: the encoder is learnt from the training problems' texts and authors (the truth's names joined with what
   the problems say, `toolkit.style_space.text_authors`), and the band on out-of-fold scores, each fold's encoder
   learnt without its held-out problems.
@@ -27,6 +30,7 @@ import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
+from systems.style_encoder.band_folds import band_rows, out_of_fold_scores, read_folds
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import NgramStyleModel, load_ngram_style, ngram_settings, pretrain_ngram_style
 from toolkit.calibration import fit_then_score
@@ -102,11 +106,27 @@ class NgramStyle(CalibratedVerifier):
         assert train.truth is not None  # training_labels checked it
         truth = train.truth
         if self.model is not None:
-            self._model, manifest = load_ngram_style(Path(self.model))
-            scores = self._similarities(train.problems, self._model)
-            self._band = self.fit_band(train, scores, labels)
-            self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}
+            folder = Path(self.model)
+            self._model, manifest = load_ngram_style(folder)
             self._info = {"model": str(self.model), "pretraining": _summary(manifest)}
+            folds = read_folds(folder)
+            if folds is None:
+                scores = self._similarities(train.problems, self._model)
+                self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}
+            else:
+                fold_models = [load_ngram_style(folder / fold["folder"])[0] for fold in folds["folds"]]
+                scores, in_fold = out_of_fold_scores(
+                    train.problems, folds, lambda problems, k: self._similarities(problems, fold_models[k])
+                )
+                rows = band_rows(labels, in_fold, seed=seed)
+                scores, labels = scores[rows], labels[rows]
+                self._calibration = {
+                    "folds": len(fold_models),
+                    "scores": "out of sample: each training pair by the band fold encoder pre-trained without its "
+                    f"authors ({folds['grouping']}); {len(rows)} of {len(train.problems)} pairs, "
+                    f"{int((~in_fold).sum())} across folds left out, the classes in the training split's proportion",
+                }
+            self._band = self.fit_band(train, scores, labels)
         else:
 
             def fit(problems: Sequence[VerificationProblem]) -> NgramStyleModel:

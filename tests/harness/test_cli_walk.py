@@ -342,6 +342,26 @@ SPECS: dict[str, Spec] = {
                 ],  # fmt: skip
                 False,
             ),
+            Case(
+                "pretrain-style",
+                "--band-folds with no set to make them of",
+                lambda ws, out: [
+                    *argv("pretrain-style", SPECS["pretrain-style"].call, ws, out),
+                    "--band-folds",
+                    "2",
+                ],  # fmt: skip
+                False,
+            ),
+            Case(
+                "pretrain-style",
+                "--band-folds 1",
+                lambda ws, out: [
+                    *argv("pretrain-style", SPECS["pretrain-style"].call, ws, out),
+                    "--band-folds",
+                    "1",
+                ],  # fmt: skip
+                True,
+            ),
         ],
     ),
     "leaderboard": Spec({"results": RESULTS_WITH_DETAILS, "ci": True, "resamples": "10", "output": Output(file=True)}),

@@ -17,6 +17,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from core.errors import HarnessError  # noqa: E402
 from harness.cli import main  # noqa: E402
+from systems.style_encoder.band_folds import band_rows, out_of_fold_scores, training_pair_folds  # noqa: E402
 from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus  # noqa: E402
 from systems.style_encoder.ngram import (  # noqa: E402
     MODEL_CONFIG,
@@ -30,6 +31,7 @@ from systems.style_encoder.ngram import (  # noqa: E402
 from systems.style_encoder.verifier import NgramStyle, problems_corpus  # noqa: E402
 from tasks.pairs import build_pairs  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
+from toolkit.calibration import training_labels  # noqa: E402
 
 SMALL = {
     "dimensions": 20,
@@ -156,3 +158,65 @@ def test_without_a_model_it_learns_from_the_training_problems(tmp_path: Path):
     assert system.info["pretraining"]["held_out_authors"] == len(corpus.authors) // 5 >= 2
     scores = system.raw_scores(task.load(pan13_en, "train").problems)
     assert np.isfinite(scores).all() and ((scores >= 0) & (scores <= 1)).all()
+
+
+def test_band_folds_deal_the_training_authors_into_folds(slice_set: Path):
+    folds, across = training_pair_folds(slice_set, 2, seed=0)
+    lines = (slice_set / "train" / "truth.jsonl").read_text(encoding="utf-8").splitlines()
+    authors_of = {record["id"]: set(record["authors"]) for record in map(json.loads, lines)}
+    (first, first_out), (second, second_out) = folds
+    assert sorted(first + second + across) == sorted(authors_of) and first and second
+    assert not first_out.authors & second_out.authors
+    assert first_out.authors | second_out.authors == {name for names in authors_of.values() for name in names}
+    for pair_ids, exclusions in folds:  # a fold's pairs: every author in the fold
+        assert all(authors_of[i] <= exclusions.authors for i in pair_ids)
+    assert all(authors_of[i] & first_out.authors and authors_of[i] & second_out.authors for i in across)
+    test_only = excluded_by_sets([slice_set])
+    both = excluded_by_sets([slice_set], splits=("train", "test"))
+    assert not (first_out.post_ids | second_out.post_ids) & test_only.post_ids
+    assert first_out.post_ids | second_out.post_ids | test_only.post_ids == both.post_ids
+    assert training_pair_folds(slice_set, 2, seed=0)[1] == across  # seeded
+    with pytest.raises(HarnessError, match="cannot make 1000 band folds"):
+        training_pair_folds(slice_set, 1000, seed=0)
+
+
+def test_band_rows_keep_the_classes_in_proportion():
+    labels = np.array([True] * 6 + [False] * 6)
+    in_fold = np.array([True] * 6 + [True, True, False, False, False, False])
+    rows = band_rows(labels, in_fold, seed=0)
+    assert labels[rows].sum() == 2 and (~labels[rows]).sum() == 2 and in_fold[rows].all()
+    assert list(band_rows(labels, np.ones(12, bool), seed=0)) == list(range(12))
+
+
+def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    out = tmp_path / "model"
+    args = ["pretrain-style", str(forum_slice), str(out), "--encoder", "ngram", "--steps", "20", "--band-folds", "2"]
+    for refused in (args, [*args, "--exclude-test-of", str(slice_set), "--encoder", "transformer"]):
+        result = CliRunner().invoke(main, refused)
+        assert result.exit_code != 0 and "--band-folds goes with" in result.output and not out.exists()
+    done = CliRunner().invoke(main, [*args, "--exclude-test-of", str(slice_set)])
+    assert done.exit_code == 0, done.output
+    assert "band folds: 2 encoders" in done.output
+    record = json.loads((out / "band_folds.json").read_text(encoding="utf-8"))
+    main_manifest = json.loads((out / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
+    assert main_manifest["band_folds"]["pairs"] == [len(fold["pair_ids"]) for fold in record["folds"]]
+    for k, fold in enumerate(record["folds"], 1):
+        _, manifest = load_ngram_style(out / fold["folder"])
+        excluded = manifest["excluded"]
+        assert excluded["sets"] == [str(slice_set), f"{slice_set} (training fold {k} of 2)"]
+        assert excluded["authors"] > main_manifest["excluded"]["authors"]
+
+    task = Pan23Task()
+    train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
+    system = NgramStyle(model=str(out), grid_step=0.05)
+    system.fit(train, seed=0)
+    assert system.calibration_info["folds"] == 2 and "out of sample" in system.calibration_info["scores"]
+    fold_models = [load_ngram_style(out / fold["folder"])[0] for fold in record["folds"]]
+    scores, in_fold = out_of_fold_scores(train.problems, record, lambda p, k: system._similarities(p, fold_models[k]))
+    assert np.isnan(scores[~in_fold]).all() and (~in_fold).sum() == len(record["across_folds"])
+    rows = band_rows(training_labels(train), in_fold, seed=0)
+    assert system.band == system.fit_band(train, scores[rows], training_labels(train)[rows])
+    assert not np.allclose(scores[in_fold], system.raw_scores(train.problems)[in_fold])  # the main encoder answers
+    assert len(system.predict(test.problems)) == len(test.problems)
+    with pytest.raises(HarnessError, match="in no band fold"):
+        NgramStyle(model=str(out)).fit(test, seed=0)  # the test split: none of its ids are in a fold

@@ -1,0 +1,158 @@
+"""Band folds: n-gram encoders pre-trained each without a part of a set's training authors, so that `ngram_style`
+fits its band on out-of-sample scores while the encoder it answers with has learnt from every training author.
+
+Pre-trained with `--exclude-test-of SET` alone, the encoder has learnt the training pairs' authors: their scores
+overstate how alike one author's texts look, and a band fitted on them sits where test scores never reach.
+`--exclude-all-of SET` mends that by leaving the training authors out altogether, which on the forum costs most of
+the authors who wrote both kinds of post (281 of 1,975 are left on a forum set). `--band-folds K` keeps them: the
+training authors are dealt into K folds (seeded), and K more encoders are pre-trained, encoder k without fold k's
+authors and the threads and posts of their texts. A training pair whose authors are all in fold k is scored by
+encoder k, which never saw them; a different-author pair across two folds has no such encoder and is left out of the
+band. (Folds of whole author components would need no such loss, but the pairs link nearly every training author
+into one component.) So that the band sees the training split's classes in its own proportion, the class that the
+cross-fold pairs leave over-represented is subsampled to it (`band_rows`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import DataError, HarnessError
+from core.files import read_jsonl
+from core.records import VerificationProblem
+from systems.style_encoder.corpus import Exclusions
+
+FOLDS_FILE = "band_folds.json"
+
+
+def fold_folder(index: int) -> str:
+    """The subfolder of a model folder that holds band fold `index` (1-based)."""
+    return f"band-fold-{index}"
+
+
+def training_pair_folds(
+    set_folder: Path, folds: int, *, seed: int
+) -> tuple[list[tuple[list[str], Exclusions]], list[str]]:
+    """The training split of a `harness pairs` set dealt into `folds` folds of its authors (shuffled with `seed`):
+    per fold, the ids of the pairs whose authors are all in it and what an encoder that must not have seen them leaves
+    out (the fold's authors, the threads and source posts of their texts); and the ids of the pairs across folds."""
+    set_folder = Path(set_folder)
+    truth_path, origins_path = set_folder / "train" / "truth.jsonl", set_folder / "pair_origins.jsonl"
+    for path in (truth_path, origins_path):
+        if not path.is_file():
+            raise HarnessError(f"{path}: not found; --band-folds takes a set built by `harness pairs`")
+    authors_of: dict[str, list[str]] = {}
+    for line, record in read_jsonl(truth_path):
+        pair_id, authors = record.get("id"), record.get("authors")
+        if not isinstance(pair_id, str):
+            raise DataError("expected a pair id (str)", path=truth_path, line=line, field="id")
+        if not isinstance(authors, list) or not authors or not all(isinstance(name, str) for name in authors):
+            raise DataError("expected a list of author names", path=truth_path, line=line, field="authors")
+        authors_of[pair_id] = authors
+    names = sorted({name for authors in authors_of.values() for name in authors})
+    if len(names) < folds:
+        raise HarnessError(f"{truth_path}: {len(names)} training author(s) cannot make {folds} band folds")
+    order = np.random.default_rng(seed).permutation(len(names))
+    fold_of_author = {names[i]: rank % folds for rank, i in enumerate(order.tolist())}
+    parts: list[list[str]] = [[] for _ in range(folds)]
+    across: list[str] = []
+    for pair_id, authors in authors_of.items():
+        held = {fold_of_author[name] for name in authors}
+        (parts[held.pop()] if len(held) == 1 else across).append(pair_id)
+    exclusions = [Exclusions(sets=[str(set_folder)]) for _ in range(folds)]
+    for name, fold in fold_of_author.items():
+        exclusions[fold].authors.add(name)
+    for line, record in read_jsonl(origins_path):
+        if record.get("split") != "train":
+            continue
+        authors = authors_of.get(record.get("id"))  # type: ignore[arg-type]
+        if authors is None:
+            raise DataError("a training pair id that train/truth.jsonl does not hold", path=origins_path, line=line,
+                            field="id")  # fmt: skip
+        groups, sources = record.get("groups"), record.get("origins")
+        if not _per_text(groups, authors, list):
+            raise DataError("expected a list of group names per text", path=origins_path, line=line, field="groups")
+        if not _per_text(sources, authors, str):
+            raise DataError("expected a 'file#id' string per text", path=origins_path, line=line, field="origins")
+        for name, groups_of_text, source in zip(authors, groups, sources, strict=True):
+            exclusions[fold_of_author[name]].groups.update(str(group) for group in groups_of_text)
+            exclusions[fold_of_author[name]].post_ids.add(source.rpartition("#")[2])
+    return list(zip(parts, exclusions, strict=True)), across
+
+
+def _per_text(values: Any, authors: list[str], kind: type) -> bool:
+    """Whether `values` is a list of one `kind` per text (the pair's texts, as its authors list them)."""
+    return isinstance(values, list) and len(values) == len(authors) and all(isinstance(v, kind) for v in values)
+
+
+def folds_record(set_folder: Path, pair_ids: Sequence[Sequence[str]], across: Sequence[str]) -> dict[str, Any]:
+    """What `band_folds.json` says: the set, how folds were made, each fold's folder and pair ids, and the ids of the
+    pairs across folds (training pairs, but in no fold)."""
+    return {
+        "set": str(set_folder),
+        "grouping": "training authors dealt into folds",
+        "folds": [{"folder": fold_folder(k + 1), "pair_ids": list(ids)} for k, ids in enumerate(pair_ids)],
+        "across_folds": list(across),
+    }
+
+
+def read_folds(folder: Path) -> dict[str, Any] | None:
+    """`band_folds.json` of a model folder, or None where it has none."""
+    path = Path(folder) / FOLDS_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        folds = record["folds"]
+        if not isinstance(folds, list) or len(folds) < 2:
+            raise ValueError("fewer than 2 folds")
+        for fold in folds:
+            if not isinstance(fold["folder"], str) or not all(isinstance(i, str) for i in fold["pair_ids"]):
+                raise ValueError("a fold without a folder name or pair ids")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise HarnessError(f"{path}: cannot read band folds ({error})") from None
+    return record
+
+
+def out_of_fold_scores(
+    problems: Sequence[VerificationProblem],
+    record: dict[str, Any],
+    score: Callable[[Sequence[VerificationProblem], int], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, in_fold): each problem's score by `score(problems, fold)` of the fold that holds its id, and whether
+    one does (a pair across folds has no score: NaN). Every problem must be one of the set's training pairs."""
+    fold_of = {pair_id: k for k, fold in enumerate(record["folds"]) for pair_id in fold["pair_ids"]}
+    across = set(record.get("across_folds", ()))
+    missing = [problem.id for problem in problems if problem.id not in fold_of and problem.id not in across]
+    if missing:
+        raise HarnessError(
+            f"{len(missing)} of {len(problems)} training problems (first: {missing[0]}) are in no band fold: the "
+            f"folds were made for the training split of {record['set']}, not for this one"
+        )
+    scores = np.full(len(problems), np.nan)
+    for k in range(len(record["folds"])):
+        rows = [i for i, problem in enumerate(problems) if fold_of.get(problem.id) == k]
+        if rows:
+            scores[rows] = score([problems[i] for i in rows], k)
+    return scores, ~np.isnan(scores)
+
+
+def band_rows(labels: np.ndarray, in_fold: np.ndarray, *, seed: int) -> np.ndarray:
+    """The in-fold rows to fit the band on: all of them, less a seeded sample of the class they over-represent, so
+    that the classes keep the proportion they have among all `labels`."""
+    rows = np.flatnonzero(in_fold)
+    same, different = rows[labels[rows]], rows[~labels[rows]]
+    share = labels.mean()  # the training split's share of same-author pairs
+    if not len(same) or not len(different) or share in (0.0, 1.0):
+        return rows
+    keep_same = min(len(same), round(len(different) * share / (1 - share)))
+    keep_different = min(len(different), round(keep_same * (1 - share) / share))
+    rng = np.random.default_rng(seed)
+    same = np.sort(rng.choice(same, keep_same, replace=False))
+    different = np.sort(rng.choice(different, keep_different, replace=False))
+    return np.sort(np.concatenate([same, different]))
