@@ -119,6 +119,13 @@ def read_folds(folder: Path) -> dict[str, Any] | None:
     return record
 
 
+def made_for(problems: Sequence[VerificationProblem], record: dict[str, Any]) -> bool:
+    """Whether any of these problems is a training pair of the set the folds were made for (a model pre-trained for
+    one set is read on others too, e.g. forum-pretrained and scored on CMCC: there the folds have nothing to say)."""
+    ids = {pair_id for fold in record["folds"] for pair_id in fold["pair_ids"]} | set(record.get("across_folds", ()))
+    return any(problem.id in ids for problem in problems)
+
+
 def out_of_fold_scores(
     problems: Sequence[VerificationProblem],
     record: dict[str, Any],

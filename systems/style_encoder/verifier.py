@@ -12,7 +12,8 @@ learnt authorship-contrastively on top. Two ways to get one:
   author's texts look: the band would be placed for scores the test problems never reach. Add `--band-folds K` to
   that and the folder also holds K encoders, each pre-trained without a K-th of the training authors: the band is
   fitted on the training pairs' scores by the encoders that never saw their authors, while the test problems are
-  scored by the main encoder, which learnt from all of them (`systems.style_encoder.band_folds`).
+  scored by the main encoder, which learnt from all of them (`systems.style_encoder.band_folds`). On any other set
+  (none of its training problems is one the folds were made of) the folds are not read.
 - no model: the encoder is learnt from the training problems' texts and authors (the truth's names joined with what
   the problems say, `toolkit.style_space.text_authors`), and the band on out-of-fold scores, each fold's encoder
   learnt without its held-out problems.
@@ -30,7 +31,7 @@ import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
-from systems.style_encoder.band_folds import band_rows, out_of_fold_scores, read_folds
+from systems.style_encoder.band_folds import band_rows, made_for, out_of_fold_scores, read_folds
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import NgramStyleModel, load_ngram_style, ngram_settings, pretrain_ngram_style
 from toolkit.calibration import fit_then_score
@@ -110,7 +111,7 @@ class NgramStyle(CalibratedVerifier):
             self._model, manifest = load_ngram_style(folder)
             self._info = {"model": str(self.model), "pretraining": _summary(manifest)}
             folds = read_folds(folder)
-            if folds is None:
+            if folds is None or not made_for(train.problems, folds):
                 scores = self._similarities(train.problems, self._model)
                 self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}
             else:

@@ -218,5 +218,9 @@ def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slic
     assert system.band == system.fit_band(train, scores[rows], training_labels(train)[rows])
     assert not np.allclose(scores[in_fold], system.raw_scores(train.problems)[in_fold])  # the main encoder answers
     assert len(system.predict(test.problems)) == len(test.problems)
-    with pytest.raises(HarnessError, match="in no band fold"):
-        NgramStyle(model=str(out)).fit(test, seed=0)  # the test split: none of its ids are in a fold
+    mixed = train._replace(problems=train.problems[:5] + test.problems[:5], truth={**train.truth, **test.truth})
+    with pytest.raises(HarnessError, match="5 of 10 training problems .* are in no band fold"):
+        NgramStyle(model=str(out)).fit(mixed, seed=0)
+    elsewhere = NgramStyle(model=str(out))  # another set (here the test split): the folds are not read
+    elsewhere.fit(test, seed=0)
+    assert elsewhere.calibration_info["folds"] == 0
