@@ -613,7 +613,12 @@ def pretrain_style_cmd(
             folds = manifest["band_folds"]
             click.echo(f"band folds: {len(folds['pairs'])} encoders, each without {folds['pairs']} training pairs; "
                        f"held-out authors' pair AUC {folds['held_out_pair_auc']}")  # fmt: skip
-        click.echo(f"next: harness run --system ngram_style --task pan23 --data SET {manifest['use']}")
+        if train_split_of is not None:
+            same_split = "".join(f" --task-param '{key}={json.dumps(value)}'" for key, value in task_params.items())
+            click.echo(f"next: harness run --system forum_ngram_style --task {train_split_of} --data {posts}"
+                       f"{same_split} {manifest['use']}")  # fmt: skip
+        else:
+            click.echo(f"next: harness run --system ngram_style --task pan23 --data SET {manifest['use']}")
         return
     click.echo(
         f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "

@@ -198,6 +198,13 @@ SYSTEMS: dict[str, Entry] = {
         "darkweb and reddit: character + word TF-IDF, SVD, whitened by the variation within one author's posts (WCCN)",
         serves=FORUM,
     ),
+    "forum_ngram_style": Entry(
+        "systems.style_encoder.forum:ForumNgramStyle",
+        "darkweb and reddit: the n-gram style encoder (pretrain-style --encoder ngram, or learnt from the training "
+        "split) on each post, mean, cosine",
+        serves=FORUM,
+        extra="neural",
+    ),
     "varlen_linker": Entry(
         "systems.varlen_linker.system:VarlenLinker",
         "Khan et al. 2021: conv post encoder + attention over variable-size samples (Beta(3,1) sizes), triplet loss",

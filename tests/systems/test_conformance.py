@@ -80,6 +80,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "episode_cnn": {**TINY_EPISODE_AUTHOR, "training.epochs": 1},
     "episode_tfidf": {},
     "forum_wccn": {"dimensions": 16, "char_features": 2000, "word_features": 1000},
+    "forum_ngram_style": {"steps": 20, "dimensions": 10, "char_features": 2000, "word_features": 500},
     "varlen_linker": TINY_VARLEN,
     "iur_fixed": {**TINY_VARLEN, "sample_sizes.min_length": 4, "sample_sizes.max_length": 4},
     "varlen_avg": TINY_VARLEN,

@@ -1,0 +1,57 @@
+"""forum_ngram_style on the real forum slice: an encoder pre-trained on a forum task's training split
+(`pretrain-style --encoder ngram --train-split-of TASK`) is what the run reads, the command names the run to make
+with it, the encoder learnt without a model comes from the training split's authors, and a sample's embedding is
+the mean of its posts' unit embeddings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from click.testing import CliRunner  # noqa: E402
+
+from harness.cli import main  # noqa: E402
+from harness.runner import make_task, run  # noqa: E402
+from systems.style_encoder.forum import ForumNgramStyle, split_corpus  # noqa: E402
+from systems.style_encoder.ngram import MODEL_CONFIG, load_ngram_style  # noqa: E402
+from tasks.forum.records import sample_texts  # noqa: E402
+from toolkit.text_prep import prepare_text  # noqa: E402
+
+
+def test_a_model_pre_trained_on_the_tasks_training_split_is_read(forum_slice: Path, tmp_path: Path):
+    model = tmp_path / "model"
+    args = ["pretrain-style", str(forum_slice), str(model), "--encoder", "ngram", "--steps", "20"]
+    done = CliRunner().invoke(main, [*args, "--train-split-of", "darkweb"])
+    assert done.exit_code == 0, done.output
+    assert f"--system forum_ngram_style --task darkweb --data {forum_slice} --param model={model}" in done.output
+    manifest = json.loads((model / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
+    assert manifest["excluded"]["training_split_of"] == {"task": "darkweb", "task_params": {}}
+
+    outcome = run(system_name="forum_ngram_style", task_name="darkweb", data=forum_slice, out_dir=tmp_path / "runs",
+                  params={"model": str(model)})  # fmt: skip
+    assert 0 <= outcome.result["scores"]["mrr"] <= 1
+    system = ForumNgramStyle.load(outcome.run_dir / "checkpoint")
+    assert system.info["model"] == str(model) and system.info["steps_done"] == manifest["steps_done"]
+
+    # a sample's embedding: the unit mean of its posts' unit embeddings by the pre-trained encoder
+    encoder, _ = load_ngram_style(model)
+    sample = make_task("darkweb", {}).load(forum_slice, "test").episodes[0]
+    posts = encoder.embed([prepare_text(text) for text in sample_texts(sample)])
+    mean = (posts / np.linalg.norm(posts, axis=1, keepdims=True)).mean(axis=0)
+    assert np.allclose(system.embed([sample])[0], mean / np.linalg.norm(mean), atol=1e-5)
+
+
+def test_without_a_model_it_learns_from_the_training_splits_authors(forum_slice: Path):
+    train = make_task("reddit", {}).load(forum_slice, "train")
+    corpus = split_corpus(train)
+    assert corpus.authors == sorted(set(train.sequence_authors()) & set(corpus.authors))
+    assert all(len(texts) >= 2 for texts in corpus.texts) and len(corpus.authors) >= 3
+    system = ForumNgramStyle(steps=20, dimensions=10, char_features=2000, word_features=500)
+    system.fit(train, seed=0)
+    assert system.info["model"] is None and system.info["corpus"]["authors"] == len(corpus.authors)
+    assert system.info["held_out_authors"] == min(300, len(corpus.authors) // 5)
