@@ -22,7 +22,13 @@ import numpy as np
 from core.errors import HarnessError
 from harness.system import constructor_params
 from systems.style_encoder.corpus import PretrainingCorpus
-from systems.style_encoder.ngram import NgramStyleModel, load_ngram_style, ngram_settings, pretrain_ngram_style
+from systems.style_encoder.ngram import (
+    NgramStyleModel,
+    load_ngram_style,
+    manifest_summary,
+    ngram_settings,
+    pretrain_ngram_style,
+)
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
 from toolkit.text_prep import prepare_text
@@ -83,7 +89,7 @@ class ForumNgramStyle:
 
     @property
     def info(self) -> dict[str, Any]:
-        """Where the encoder came from: its pre-training's corpus, held-out authors' AUC and steps."""
+        """Where the encoder came from: its pre-training's manifest in summary (`manifest_summary`)."""
         return self._info
 
     def fit(self, train: ForumSplit, *, seed: int) -> None:
@@ -99,10 +105,7 @@ class ForumNgramStyle:
                 authors_per_batch=min(256, len(corpus.authors) - len(corpus.authors) // 5),
             )  # fmt: skip
             self._model, manifest = pretrain_ngram_style(corpus, None, None, settings)
-        auc = dict(manifest.get("held_out_pair_auc") or {})
-        auc.pop("history", None)
-        keys = ("corpus", "excluded", "training_authors", "held_out_authors", "steps_done", "seconds")
-        self._info = {"model": self.model} | {key: manifest.get(key) for key in keys} | {"held_out_pair_auc": auc}
+        self._info = {"model": self.model, "pretraining": manifest_summary(manifest)}
 
     def embed(self, samples: Sequence[ForumSample]) -> np.ndarray:
         """Unit-length means of each sample's unit post embeddings (float32; a sample without text gives zeros)."""

@@ -163,6 +163,14 @@ def load_ngram_style(folder: Path) -> tuple[NgramStyleModel, dict[str, Any]]:
     return NgramStyleModel.from_state(config["state"], arrays, where=folder), config.get("manifest", {})
 
 
+def manifest_summary(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a pre-training's manifest says of where the encoder came from, without its per-step history."""
+    auc = dict(manifest.get("held_out_pair_auc") or {})
+    auc.pop("history", None)
+    keys = ("corpus", "training_authors", "held_out_authors", "steps_done", "seconds", "excluded")
+    return {key: manifest.get(key) for key in keys} | {"held_out_pair_auc": auc}
+
+
 def capped(corpus: PretrainingCorpus, cap: int, rng: np.random.Generator) -> PretrainingCorpus:
     """At most `cap` posts of each author, drawn with `rng`, in their original order."""
     keep = [sorted(rng.choice(len(texts), min(cap, len(texts)), replace=False)) for texts in corpus.texts]

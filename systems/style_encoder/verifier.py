@@ -33,7 +33,13 @@ from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from systems.style_encoder.band_folds import band_rows, made_for, out_of_fold_scores, read_folds
 from systems.style_encoder.corpus import PretrainingCorpus
-from systems.style_encoder.ngram import NgramStyleModel, load_ngram_style, ngram_settings, pretrain_ngram_style
+from systems.style_encoder.ngram import (
+    NgramStyleModel,
+    load_ngram_style,
+    manifest_summary,
+    ngram_settings,
+    pretrain_ngram_style,
+)
 from toolkit.calibration import fit_then_score
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors
 from toolkit.verifier import CalibratedVerifier
@@ -109,7 +115,7 @@ class NgramStyle(CalibratedVerifier):
         if self.model is not None:
             folder = Path(self.model)
             self._model, manifest = load_ngram_style(folder)
-            self._info = {"model": str(self.model), "pretraining": _summary(manifest)}
+            self._info = {"model": str(self.model), "pretraining": manifest_summary(manifest)}
             folds = read_folds(folder)
             if folds is None or not made_for(train.problems, folds):
                 scores = self._similarities(train.problems, self._model)
@@ -137,7 +143,7 @@ class NgramStyle(CalibratedVerifier):
                 train, labels, fit_then_score(train.problems, fit, self._similarities), seed=seed
             )
             self._model, manifest = self._learn(train.problems, truth, seed=seed)
-            self._info = {"model": None, "pretraining": _summary(manifest)}
+            self._info = {"model": None, "pretraining": manifest_summary(manifest)}
         both = labels.any() and not labels.all()
         self._info["band_scores_auc"] = float(roc_auc_score(labels, scores)) if both else None
 
@@ -178,11 +184,3 @@ class NgramStyle(CalibratedVerifier):
     def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
         self._model = NgramStyleModel.from_state(dict(state), dict(arrays), where=where)
         self._info = dict(state.get("info") or {})
-
-
-def _summary(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """What a pre-training's manifest says of where the encoder came from, without its per-step history."""
-    auc = dict(manifest.get("held_out_pair_auc") or {})
-    auc.pop("history", None)
-    keys = ("training_authors", "held_out_authors", "steps_done", "seconds", "excluded")
-    return {key: manifest.get(key) for key in keys} | {"held_out_pair_auc": auc}

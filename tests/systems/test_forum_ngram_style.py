@@ -36,7 +36,7 @@ def test_a_model_pre_trained_on_the_tasks_training_split_is_read(forum_slice: Pa
                   params={"model": str(model)})  # fmt: skip
     assert 0 <= outcome.result["scores"]["mrr"] <= 1
     system = ForumNgramStyle.load(outcome.run_dir / "checkpoint")
-    assert system.info["model"] == str(model) and system.info["steps_done"] == manifest["steps_done"]
+    assert system.info["model"] == str(model) and system.info["pretraining"]["steps_done"] == manifest["steps_done"]
 
     # a sample's embedding: the unit mean of its posts' unit embeddings by the pre-trained encoder
     encoder, _ = load_ngram_style(model)
@@ -53,5 +53,6 @@ def test_without_a_model_it_learns_from_the_training_splits_authors(forum_slice:
     assert all(len(texts) >= 2 for texts in corpus.texts) and len(corpus.authors) >= 3
     system = ForumNgramStyle(steps=20, dimensions=10, char_features=2000, word_features=500)
     system.fit(train, seed=0)
-    assert system.info["model"] is None and system.info["corpus"]["authors"] == len(corpus.authors)
-    assert system.info["held_out_authors"] == min(300, len(corpus.authors) // 5)
+    pretraining = system.info["pretraining"]
+    assert system.info["model"] is None and pretraining["corpus"]["authors"] == len(corpus.authors)
+    assert pretraining["held_out_authors"] == min(300, len(corpus.authors) // 5)
