@@ -24,10 +24,10 @@ from harness.system import constructor_params
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
+    learn_from_task,
     load_ngram_style,
     manifest_summary,
     ngram_settings,
-    pretrain_ngram_style,
 )
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
@@ -96,15 +96,13 @@ class ForumNgramStyle:
         if self.model is not None:
             self._model, manifest = load_ngram_style(Path(self.model))
         else:
-            corpus = split_corpus(train)
-            if len(corpus.authors) < 3:
-                raise HarnessError(f"{self.name}: {len(corpus.authors)} training author(s) with two posts; need 3")
-            settings = ngram_settings(
-                steps=self.steps, dimensions=min(self.dimensions, corpus.posts - 1), char_features=self.char_features,
-                word_features=self.word_features, seed=seed,
-                authors_per_batch=min(256, len(corpus.authors) - len(corpus.authors) // 5),
-            )  # fmt: skip
-            self._model, manifest = pretrain_ngram_style(corpus, None, None, settings)
+            try:
+                self._model, manifest = learn_from_task(
+                    split_corpus(train), "training author(s)", seed=seed, steps=self.steps,
+                    dimensions=self.dimensions, char_features=self.char_features, word_features=self.word_features,
+                )  # fmt: skip
+            except HarnessError as error:
+                raise HarnessError(f"{self.name}: {error}") from None
         self._info = {"model": self.model, "pretraining": manifest_summary(manifest)}
 
     def embed(self, samples: Sequence[ForumSample]) -> np.ndarray:

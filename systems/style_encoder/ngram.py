@@ -98,6 +98,25 @@ def ngram_settings(**overrides: Any) -> NgramStylePretraining:
     return replace(NgramStylePretraining(), **{key: value for key, value in overrides.items() if value is not None})
 
 
+def learn_from_task(
+    corpus: PretrainingCorpus, what: str, *, seed: int, **settings: Any
+) -> tuple[NgramStyleModel, dict[str, Any]]:
+    """Learn an encoder from a task's own training data (a system with no pre-trained model): `settings` on top of
+    the defaults, the SVD no larger than the texts allow, and the batches no larger than the authors not held out.
+    Pre-training holds out a fifth of the authors for early stopping (a projection learnt from a few hundred authors
+    is overfitted long before 3,000 steps); the rest fill the batches. `what` names the authors in the error where
+    fewer than 3 are left."""
+    if len(corpus.authors) < 3:
+        raise HarnessError(
+            f"{len(corpus.authors)} {what} with two or more training texts; need 3 (or give --param model=FOLDER, "
+            "an encoder pre-trained with `harness pretrain-style --encoder ngram`)"
+        )
+    authors = len(corpus.authors)
+    chosen = ngram_settings(**settings, seed=seed, authors_per_batch=min(256, authors - authors // 5))
+    chosen = replace(chosen, dimensions=min(chosen.dimensions, corpus.posts - 1))
+    return pretrain_ngram_style(corpus, None, None, chosen)
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU as torch computes it by default (the exact, erf form)."""
     from scipy.special import erf

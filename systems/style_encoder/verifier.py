@@ -35,10 +35,10 @@ from systems.style_encoder.band_folds import band_rows, made_for, out_of_fold_sc
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
+    learn_from_task,
     load_ngram_style,
     manifest_summary,
     ngram_settings,
-    pretrain_ngram_style,
 )
 from toolkit.calibration import fit_then_score
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors
@@ -150,20 +150,13 @@ class NgramStyle(CalibratedVerifier):
     def _learn(
         self, problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth], *, seed: int
     ) -> tuple[NgramStyleModel, dict[str, Any]]:
-        corpus = problems_corpus(problems, truth)
-        if len(corpus.authors) < 3:
-            raise HarnessError(
-                f"{self.name}: {len(corpus.authors)} author group(s) with two or more training texts; need 3 "
-                "(or give --param model=FOLDER, an encoder pre-trained with `harness pretrain-style --encoder ngram`)"
-            )
-        texts, authors = sum(map(len, corpus.texts)), len(corpus.authors)
-        # pre-training holds out a fifth of the author groups for early stopping (a projection learnt from a few
-        # hundred authors is overfitted long before 3,000 steps); the rest fill the batches
-        settings = ngram_settings(
-            steps=self.steps, dimensions=min(self.dimensions, texts - 1), char_features=self.char_features,
-            word_features=self.word_features, seed=seed, authors_per_batch=min(256, authors - authors // 5),
-        )  # fmt: skip
-        return pretrain_ngram_style(corpus, None, None, settings)
+        try:
+            return learn_from_task(
+                problems_corpus(problems, truth), "author group(s)", seed=seed, steps=self.steps,
+                dimensions=self.dimensions, char_features=self.char_features, word_features=self.word_features,
+            )  # fmt: skip
+        except HarnessError as error:
+            raise HarnessError(f"{self.name}: {error}") from None
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(1 + cosine) / 2 of each problem's known (mean) and unknown embeddings."""
