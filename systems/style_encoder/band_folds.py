@@ -131,8 +131,8 @@ def out_of_fold_scores(
     record: dict[str, Any],
     score: Callable[[Sequence[VerificationProblem], int], np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(scores, in_fold): each problem's score by `score(problems, fold)` of the fold that holds its id, and whether
-    one does (a pair across folds has no score: NaN). Every problem must be one of the set's training pairs."""
+    """(scores, fold): each problem's score by `score(problems, fold)` of the fold that holds its id, and that fold
+    (a pair across folds: NaN and -1). Every problem must be one of the set's training pairs."""
     fold_of = {pair_id: k for k, fold in enumerate(record["folds"]) for pair_id in fold["pair_ids"]}
     across = set(record.get("across_folds", ()))
     missing = [problem.id for problem in problems if problem.id not in fold_of and problem.id not in across]
@@ -141,12 +141,13 @@ def out_of_fold_scores(
             f"{len(missing)} of {len(problems)} training problems (first: {missing[0]}) are in no band fold: the "
             f"folds were made for the training split of {record['set']}, not for this one"
         )
+    folds = np.array([fold_of.get(problem.id, -1) for problem in problems], dtype=np.int64)
     scores = np.full(len(problems), np.nan)
     for k in range(len(record["folds"])):
-        rows = [i for i, problem in enumerate(problems) if fold_of.get(problem.id) == k]
-        if rows:
+        rows = np.flatnonzero(folds == k)
+        if len(rows):
             scores[rows] = score([problems[i] for i in rows], k)
-    return scores, ~np.isnan(scores)
+    return scores, folds
 
 
 def band_rows(labels: np.ndarray, in_fold: np.ndarray, *, seed: int) -> np.ndarray:

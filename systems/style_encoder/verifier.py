@@ -82,7 +82,7 @@ class NgramStyle(CalibratedVerifier):
     """
 
     name: ClassVar[str] = "ngram_style"
-    FITTED: ClassVar[tuple[str, ...]] = ("_model", "_band")
+    FITTED: ClassVar[tuple[str, ...]] = ("_models", "_band")
 
     def __init__(
         self,
@@ -98,7 +98,9 @@ class NgramStyle(CalibratedVerifier):
     ) -> None:
         ngram_settings(steps=steps, dimensions=dimensions, char_features=char_features, word_features=word_features)
         super().__init__(locals())
-        self._model: NgramStyleModel | None = None
+        # one encoder (its cosine is the raw score), or band fold encoders with each one's scale (`_fold_scores`)
+        self._models: list[NgramStyleModel] | None = None
+        self._scales: list[tuple[float, float]] = []
         self._info: dict[str, Any] = {}
 
     @property
@@ -112,27 +114,18 @@ class NgramStyle(CalibratedVerifier):
 
         assert train.truth is not None  # training_labels checked it
         truth = train.truth
+        self._scales = []
         if self.model is not None:
             folder = Path(self.model)
-            self._model, manifest = load_ngram_style(folder)
+            model, manifest = load_ngram_style(folder)
             self._info = {"model": str(self.model), "pretraining": manifest_summary(manifest)}
             folds = read_folds(folder)
             if folds is None or not made_for(train.problems, folds):
-                scores = self._similarities(train.problems, self._model)
+                self._models = [model]
+                scores = self._similarities(train.problems, model)
                 self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}
             else:
-                fold_models = [load_ngram_style(folder / fold["folder"])[0] for fold in folds["folds"]]
-                scores, in_fold = out_of_fold_scores(
-                    train.problems, folds, lambda problems, k: self._similarities(problems, fold_models[k])
-                )
-                rows = band_rows(labels, in_fold, seed=seed)
-                scores, labels = scores[rows], labels[rows]
-                self._calibration = {
-                    "folds": len(fold_models),
-                    "scores": "out of sample: each training pair by the band fold encoder pre-trained without its "
-                    f"authors ({folds['grouping']}); {len(rows)} of {len(train.problems)} pairs, "
-                    f"{int((~in_fold).sum())} across folds left out, the classes in the training split's proportion",
-                }
+                scores, labels = self._fit_fold_encoders(train, labels, folder, folds, seed=seed)
             self._band = self.fit_band(train, scores, labels)
         else:
 
@@ -142,10 +135,39 @@ class NgramStyle(CalibratedVerifier):
             scores = self.cross_fit_band(
                 train, labels, fit_then_score(train.problems, fit, self._similarities), seed=seed
             )
-            self._model, manifest = self._learn(train.problems, truth, seed=seed)
+            model, manifest = self._learn(train.problems, truth, seed=seed)
+            self._models = [model]
             self._info = {"model": None, "pretraining": manifest_summary(manifest)}
         both = labels.any() and not labels.all()
         self._info["band_scores_auc"] = float(roc_auc_score(labels, scores)) if both else None
+
+    def _fit_fold_encoders(
+        self, train: VerificationData, labels: np.ndarray, folder: Path, folds: dict[str, Any], *, seed: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Answer with the band fold encoders: each scores its fold's training pairs (authors it never saw), its
+        scale is the mean and sd of those scores, and a problem's raw score is the logistic of the mean over the
+        encoders of its standardised cosine. Returns the band's scores and labels (`band_rows`)."""
+        models = [load_ngram_style(folder / fold["folder"])[0] for fold in folds["folds"]]
+        cosines, fold_of = out_of_fold_scores(
+            train.problems, folds, lambda problems, k: self._similarities(problems, models[k])
+        )
+        rows = band_rows(labels, fold_of >= 0, seed=seed)
+        self._models = models
+        band_cosines, band_folds = cosines[rows], fold_of[rows]
+        self._scales = [(float(band_cosines[band_folds == k].mean()), float(band_cosines[band_folds == k].std()))
+                        for k in range(len(models))]  # fmt: skip
+        if any(not sd > 0 for _, sd in self._scales):
+            raise HarnessError(f"{folder}: a band fold's training pairs all score alike; no scale to read them on")
+        means, sds = np.array(self._scales).T
+        standardised = (band_cosines - means[band_folds]) / sds[band_folds]
+        self._calibration = {
+            "folds": len(models),
+            "scores": "out of sample: each training pair by the band fold encoder pre-trained without its authors "
+            f"({folds['grouping']}), standardised by that encoder's scores of its fold; {len(rows)} of "
+            f"{len(train.problems)} pairs, {int((fold_of < 0).sum())} across folds left out, the classes in the "
+            "training split's proportion; the test problems are answered by the fold encoders together",
+        }
+        return _logistic(standardised), labels[rows]
 
     def _learn(
         self, problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth], *, seed: int
@@ -159,21 +181,49 @@ class NgramStyle(CalibratedVerifier):
             raise HarnessError(f"{self.name}: {error}") from None
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
-        """(1 + cosine) / 2 of each problem's known (mean) and unknown embeddings."""
+        """(1 + cosine) / 2 of each problem's known (mean) and unknown embeddings; with band fold encoders, the
+        logistic of the mean of their cosines, each standardised on its own scale."""
         self._check_fitted()
-        assert self._model is not None
-        return self._similarities(problems, self._model)
+        assert self._models is not None
+        if not self._scales:
+            return self._similarities(problems, self._models[0])
+        standardised = [(self._similarities(problems, model) - mean) / sd
+                        for model, (mean, sd) in zip(self._models, self._scales, strict=True)]  # fmt: skip
+        return _logistic(np.mean(standardised, axis=0))
 
     def _similarities(self, problems: Sequence[VerificationProblem], model: NgramStyleModel) -> np.ndarray:
         texts = distinct_texts(problems)
         return cosine_scores(problems, texts, model.embed(texts, desc=f"{self.name}: embedding texts"))
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Vocabularies, band and info in config.json; idf, SVD basis, whitening and projection in weights."""
-        assert self._model is not None
-        state, arrays = self._model.state()
-        return state | {"info": self._info} | self.band_state(), arrays
+        """Vocabularies, band and info in config.json; idf, SVD basis, whitening and projection in weights (band
+        fold encoders: each one's under `folds` and `fold<k>.`, with its scale)."""
+        assert self._models is not None
+        extra = {"info": self._info} | self.band_state()
+        if not self._scales:
+            state, arrays = self._models[0].state()
+            return state | extra, arrays
+        states, arrays = [], {}
+        for k, model in enumerate(self._models):
+            state, model_arrays = model.state()
+            states.append(state)
+            arrays |= {f"fold{k}.{name}": array for name, array in model_arrays.items()}
+        return {"folds": states, "scales": [list(scale) for scale in self._scales]} | extra, arrays
 
     def _restore(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, where: Path) -> None:
-        self._model = NgramStyleModel.from_state(dict(state), dict(arrays), where=where)
+        if "folds" not in state:
+            self._models, self._scales = [NgramStyleModel.from_state(dict(state), dict(arrays), where=where)], []
+        else:
+            self._models = []
+            for k, fold_state in enumerate(state["folds"]):
+                prefix = f"fold{k}."
+                fold_arrays = {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
+                self._models.append(NgramStyleModel.from_state(dict(fold_state), fold_arrays, where=where))
+            self._scales = [(float(mean), float(sd)) for mean, sd in state["scales"]]
+            if len(self._scales) != len(self._models) or any(not sd > 0 for _, sd in self._scales):
+                raise HarnessError(f"{where}: band fold scales do not fit its encoders; edited or corrupted")
         self._info = dict(state.get("info") or {})
+
+
+def _logistic(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))

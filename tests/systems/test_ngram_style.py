@@ -212,11 +212,23 @@ def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slic
     system.fit(train, seed=0)
     assert system.calibration_info["folds"] == 2 and "out of sample" in system.calibration_info["scores"]
     fold_models = [load_ngram_style(out / fold["folder"])[0] for fold in record["folds"]]
-    scores, in_fold = out_of_fold_scores(train.problems, record, lambda p, k: system._similarities(p, fold_models[k]))
-    assert np.isnan(scores[~in_fold]).all() and (~in_fold).sum() == len(record["across_folds"])
-    rows = band_rows(training_labels(train), in_fold, seed=0)
-    assert system.band == system.fit_band(train, scores[rows], training_labels(train)[rows])
-    assert not np.allclose(scores[in_fold], system.raw_scores(train.problems)[in_fold])  # the main encoder answers
+    cosines, fold_of = out_of_fold_scores(train.problems, record, lambda p, k: system._similarities(p, fold_models[k]))
+    assert np.isnan(cosines[fold_of < 0]).all() and (fold_of < 0).sum() == len(record["across_folds"])
+    labels = training_labels(train)
+    rows = band_rows(labels, fold_of >= 0, seed=0)
+    # each fold encoder's scale is read on its own fold's band pairs; the band on their standardised scores
+    scales = [(cosines[rows][fold_of[rows] == k].mean(), cosines[rows][fold_of[rows] == k].std()) for k in (0, 1)]
+    assert np.allclose(system._scales, scales)
+    standardised = [(cosines[i] - scales[k][0]) / scales[k][1] for i, k in zip(rows, fold_of[rows], strict=True)]
+    assert system.band == system.fit_band(train, 1 / (1 + np.exp(-np.array(standardised))), labels[rows])
+    # test problems: the logistic of the mean of both fold encoders' standardised cosines
+    each = [(system._similarities(test.problems, m) - a) / b for m, (a, b) in zip(fold_models, scales, strict=True)]
+    mean = np.mean(each, axis=0)
+    assert np.allclose(system.raw_scores(test.problems), 1 / (1 + np.exp(-mean)))
+    checkpoint = tmp_path / "checkpoint"
+    system.save(checkpoint)
+    again = NgramStyle.load(checkpoint)
+    assert [a.value for a in again.predict(test.problems)] == [a.value for a in system.predict(test.problems)]
     assert len(system.predict(test.problems)) == len(test.problems)
     mixed = train._replace(problems=train.problems[:5] + test.problems[:5], truth={**train.truth, **test.truth})
     with pytest.raises(HarnessError, match="5 of 10 training problems .* are in no band fold"):
