@@ -527,7 +527,8 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     "--band-folds",
     type=click.IntRange(min=2),
     help="--encoder ngram with one --exclude-test-of SET: K more encoders, each also without a K-th of SET's "
-    "training authors, so ngram_style fits its band on out-of-fold scores (K + 1 pre-trainings).",
+    "training authors; on SET ngram_style fits its band on their scores of the authors each never saw and answers "
+    "with them (K + 1 pre-trainings).",
 )
 @click.option(
     "--train-split-of",

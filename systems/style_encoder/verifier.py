@@ -11,14 +11,15 @@ learnt authorship-contrastively on top. Two ways to get one:
   `--exclude-test-of SET` only, the training pairs' authors were learnt and their scores overstate how alike one
   author's texts look: the band would be placed for scores the test problems never reach. Add `--band-folds K` to
   that and the folder also holds K encoders, each pre-trained without a K-th of the training authors: the band is
-  fitted on the training pairs' scores by the encoders that never saw their authors, while the test problems are
-  scored by the main encoder, which learnt from all of them (`systems.style_encoder.band_folds`). On any other set
-  (none of its training problems is one the folds were made of) the folds are not read.
+  fitted on the training pairs' scores by the encoders that never saw their authors, and those encoders answer the
+  test problems together, each on its own scale (`systems.style_encoder.band_folds`). On any other set (none of its
+  training problems is one the folds were made of) the folds are not read and the main encoder answers.
 - no model: the encoder is learnt from the training problems' texts and authors (the truth's names joined with what
   the problems say, `toolkit.style_space.text_authors`), and the band on out-of-fold scores, each fold's encoder
   learnt without its held-out problems.
 
-A problem's raw score is (1 + cosine) / 2 of its known texts' mean embedding and its unknown text's.
+A problem's raw score is (1 + cosine) / 2 of its known texts' mean embedding and its unknown text's (with band fold
+encoders: the logistic of the mean of their standardised cosines).
 """
 
 from __future__ import annotations
