@@ -99,7 +99,7 @@ class NgramStyle(CalibratedVerifier):
     ) -> None:
         ngram_settings(steps=steps, dimensions=dimensions, char_features=char_features, word_features=word_features)
         super().__init__(locals())
-        # one encoder (its cosine is the raw score), or band fold encoders with each one's scale (`_fold_scores`)
+        # one encoder (its cosine is the raw score), or band fold encoders with each one's scale (`_fit_fold_encoders`)
         self._models: list[NgramStyleModel] | None = None
         self._scales: list[tuple[float, float]] = []
         self._info: dict[str, Any] = {}
