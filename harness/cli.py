@@ -604,6 +604,8 @@ def pretrain_style_cmd(
         **settings,
     )
     auc = manifest["held_out_pair_auc"]
+    # the run that follows must split the posts as pre-training did
+    same_split = "".join(f" --task-param '{key}={json.dumps(value)}'" for key, value in task_params.items())
     if encoder == "ngram":
         click.echo(
             f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
@@ -615,7 +617,6 @@ def pretrain_style_cmd(
             click.echo(f"band folds: {len(folds['pairs'])} encoders, each without {folds['pairs']} training pairs; "
                        f"held-out authors' pair AUC {folds['held_out_pair_auc']}")  # fmt: skip
         if train_split_of is not None:
-            same_split = "".join(f" --task-param '{key}={json.dumps(value)}'" for key, value in task_params.items())
             click.echo(f"next: harness run --system forum_ngram_style --task {train_split_of} --data {posts}"
                        f"{same_split} {manifest['use']}")  # fmt: skip
         else:
@@ -628,7 +629,6 @@ def pretrain_style_cmd(
     )
     if train_split_of in FORUM_ENCODER_SYSTEMS:  # the forum systems mean-pool unless told to read the trained [CLS]
         system = FORUM_ENCODER_SYSTEMS[train_split_of]
-        same_split = "".join(f" --task-param '{key}={json.dumps(value)}'" for key, value in task_params.items())
         click.echo(
             f"next: harness run --system {system} --task {train_split_of} --data {posts}{same_split} "
             f"--param encoder.model={out_dir} --param encoder.pooling=cls"

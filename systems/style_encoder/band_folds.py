@@ -31,7 +31,7 @@ import numpy as np
 from core.errors import DataError, HarnessError
 from core.files import read_jsonl
 from core.records import VerificationProblem
-from systems.style_encoder.corpus import Exclusions
+from systems.style_encoder.corpus import Exclusions, author_names, origin_texts
 
 FOLDS_FILE = "band_folds.json"
 
@@ -54,10 +54,10 @@ def training_pair_folds(
             raise HarnessError(f"{path}: not found; --band-folds takes a set built by `harness pairs`")
     authors_of: dict[str, list[str]] = {}
     for line, record in read_jsonl(truth_path):
-        pair_id, authors = record.get("id"), record.get("authors")
+        pair_id, authors = record.get("id"), author_names(record, truth_path, line)
         if not isinstance(pair_id, str):
             raise DataError("expected a pair id (str)", path=truth_path, line=line, field="id")
-        if not isinstance(authors, list) or not authors or not all(isinstance(name, str) for name in authors):
+        if not authors:
             raise DataError("expected a list of author names", path=truth_path, line=line, field="authors")
         authors_of[pair_id] = authors
     names = sorted({name for authors in authors_of.values() for name in authors})
@@ -80,20 +80,15 @@ def training_pair_folds(
         if authors is None:
             raise DataError("a training pair id that train/truth.jsonl does not hold", path=origins_path, line=line,
                             field="id")  # fmt: skip
-        groups, sources = record.get("groups"), record.get("origins")
-        if not _per_text(groups, authors, list):
+        groups, post_ids = origin_texts(record, origins_path, line)
+        if len(groups) != len(authors):
             raise DataError("expected a list of group names per text", path=origins_path, line=line, field="groups")
-        if not _per_text(sources, authors, str):
+        if len(post_ids) != len(authors):
             raise DataError("expected a 'file#id' string per text", path=origins_path, line=line, field="origins")
-        for name, groups_of_text, source in zip(authors, groups, sources, strict=True):
-            exclusions[fold_of_author[name]].groups.update(str(group) for group in groups_of_text)
-            exclusions[fold_of_author[name]].post_ids.add(source.rpartition("#")[2])
+        for name, groups_of_text, post_id in zip(authors, groups, post_ids, strict=True):
+            exclusions[fold_of_author[name]].groups.update(groups_of_text)
+            exclusions[fold_of_author[name]].post_ids.add(post_id)
     return list(zip(parts, exclusions, strict=True)), across
-
-
-def _per_text(values: Any, authors: list[str], kind: type) -> bool:
-    """Whether `values` is a list of one `kind` per text (the pair's texts, as its authors list them)."""
-    return isinstance(values, list) and len(values) == len(authors) and all(isinstance(v, kind) for v in values)
 
 
 def folds_record(set_folder: Path, pair_ids: Sequence[Sequence[str]], across: Sequence[str]) -> dict[str, Any]:

@@ -73,22 +73,35 @@ def excluded_by_sets(sets: Sequence[Path], splits: Sequence[str] = ("test",)) ->
                 )
         for truth in truths:
             for line, record in read_jsonl(truth):
-                authors = record.get("authors")
-                if not isinstance(authors, list) or not all(isinstance(name, str) for name in authors):
-                    raise DataError("expected a list of author names", path=truth, line=line, field="authors")
-                exclusions.authors.update(authors)
+                exclusions.authors.update(author_names(record, truth, line))
         for line, record in read_jsonl(origins):
             if record.get("split") not in splits:
                 continue
-            groups, sources = record.get("groups"), record.get("origins")
-            if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
-                raise DataError("expected a list of lists of group names", path=origins, line=line, field="groups")
-            if not isinstance(sources, list) or not all(isinstance(source, str) for source in sources):
-                raise DataError("expected a list of 'file#id' strings", path=origins, line=line, field="origins")
-            exclusions.groups.update(str(group) for groups_of_text in groups for group in groups_of_text)
-            exclusions.post_ids.update(source.rpartition("#")[2] for source in sources)
+            groups, post_ids = origin_texts(record, origins, line)
+            exclusions.groups.update(group for groups_of_text in groups for group in groups_of_text)
+            exclusions.post_ids.update(post_ids)
         exclusions.sets.append(str(folder))
     return exclusions
+
+
+def author_names(record: dict[str, Any], path: Path, line: int) -> list[str]:
+    """A truth record's `authors`, checked to be a list of names."""
+    authors = record.get("authors")
+    if not isinstance(authors, list) or not all(isinstance(name, str) for name in authors):
+        raise DataError("expected a list of author names", path=path, line=line, field="authors")
+    return authors
+
+
+def origin_texts(record: dict[str, Any], path: Path, line: int) -> tuple[list[list[str]], list[str]]:
+    """A `pair_origins.jsonl` record's groups (threads) and source post id of each of its texts, checked."""
+    groups, sources = record.get("groups"), record.get("origins")
+    if not isinstance(groups, list) or not all(isinstance(group, list) for group in groups):
+        raise DataError("expected a list of lists of group names", path=path, line=line, field="groups")
+    if not isinstance(sources, list) or not all(isinstance(source, str) for source in sources):
+        raise DataError("expected a list of 'file#id' strings", path=path, line=line, field="origins")
+    return [[str(group) for group in groups_of_text] for groups_of_text in groups], [
+        source.rpartition("#")[2] for source in sources
+    ]
 
 
 @dataclass
@@ -102,6 +115,24 @@ class PretrainingCorpus:
     communities: list[list[str]]
     source: str
     left_out: dict[str, int]
+
+    @classmethod
+    def unthreaded(
+        cls, authors: list[str], texts: list[list[str]], kinds: list[list[str]], source: str
+    ) -> PretrainingCorpus:
+        """Texts by author where threads and communities are unknown (a task's own training data): every text its
+        own thread, one community for all, nothing left out."""
+        return cls(
+            authors=authors,
+            texts=texts,
+            kinds=kinds,
+            threads=[
+                [f"{author}:{i}" for i in range(len(texts_))] for author, texts_ in zip(authors, texts, strict=True)
+            ],
+            communities=[[""] * len(texts_) for texts_ in texts],
+            source=source,
+            left_out={},
+        )
 
     @property
     def posts(self) -> int:

@@ -42,14 +42,8 @@ def split_corpus(train: ForumSplit) -> PretrainingCorpus:
         by_author.setdefault(author, []).extend(prepare_text(text) for text in posts if text.strip())
     authors = sorted(author for author, texts in by_author.items() if len(texts) >= 2)
     texts = [by_author[author] for author in authors]
-    return PretrainingCorpus(
-        authors=authors,
-        texts=texts,
-        kinds=[[""] * len(posts) for posts in texts],
-        threads=[[f"{a}:{i}" for i in range(len(posts))] for a, posts in enumerate(texts)],
-        communities=[[""] * len(posts) for posts in texts],
-        source="the task's training split",
-        left_out={},
+    return PretrainingCorpus.unthreaded(
+        authors, texts, [[""] * len(posts) for posts in texts], "the task's training split"
     )
 
 

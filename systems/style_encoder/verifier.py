@@ -50,7 +50,7 @@ def problems_corpus(
     problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth]
 ) -> PretrainingCorpus:
     """The training problems' texts by author group, each text's discourse type where the problems give one; threads
-    and communities are unknown (each text its own thread, one community for all)."""
+    and communities are unknown (`PretrainingCorpus.unthreaded`)."""
     texts, authors = text_authors(problems, truth)
     kinds: dict[str, str] = {}
     for problem in problems:
@@ -61,15 +61,8 @@ def problems_corpus(
         by_group.setdefault(group, []).append(text)
     groups = [group for group in sorted(by_group) if len(by_group[group]) >= 2]
     grouped = [by_group[group] for group in groups]
-    return PretrainingCorpus(
-        authors=[str(group) for group in groups],
-        texts=grouped,
-        kinds=[[kinds.get(text, "") for text in texts_] for texts_ in grouped],
-        threads=[[f"{g}:{i}" for i in range(len(texts_))] for g, texts_ in zip(groups, grouped, strict=True)],
-        communities=[[""] * len(texts_) for texts_ in grouped],
-        source="training problems",
-        left_out={},
-    )
+    kinds_of = [[kinds.get(text, "") for text in texts_] for texts_ in grouped]
+    return PretrainingCorpus.unthreaded([str(group) for group in groups], grouped, kinds_of, "training problems")
 
 
 class NgramStyle(CalibratedVerifier):
