@@ -38,7 +38,7 @@ def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     command = ["pretrain-style", str(args.posts), str(encoder_dir(args.out, seed)), "--seed", str(seed)]
     if args.encoder == "ngram" and args.band_folds:  # the band on out-of-fold scores: the training authors stay
         command += ["--encoder", "ngram", "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
-        given = [("--steps", args.steps), ("--band-folds", args.band_folds)]
+        given = [("--steps", args.steps), ("--band-folds", args.band_folds), ("--band-repeats", args.band_repeats)]
     elif args.encoder == "ngram":  # its verifier fits the band on the training pairs' scores: leave them out too
         command += ["--encoder", "ngram", "--exclude-all-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps)]
@@ -192,6 +192,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument(
         "--band-folds", type=int, help="ngram: leave out the set's test side only, with this many band fold encoders"
     )
+    parser.add_argument("--band-repeats", type=int, help="ngram, with --band-folds: encoders a fold (default 1)")
     parser.add_argument(
         "--transfer", action="append", default=[], metavar="NAME", help="also score NAME-seedN with seed N's encoder"
     )

@@ -531,6 +531,12 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     "with them (K + 1 pre-trainings).",
 )
 @click.option(
+    "--band-repeats",
+    type=click.IntRange(min=1),
+    help="With --band-folds K: R encoders a fold, pre-trained with other seeds, their scores averaged "
+    "(K x R + 1 pre-trainings; default 1).",
+)
+@click.option(
     "--train-split-of",
     "train_split_of",
     metavar="TASK",
@@ -570,6 +576,7 @@ def pretrain_style_cmd(
     exclude_all_sets: tuple[Path, ...],
     encoder: str,
     band_folds: int | None,
+    band_repeats: int | None,
     train_split_of: str | None,
     task_param_pairs: tuple[str, ...],
     preset_name: str,
@@ -598,6 +605,7 @@ def pretrain_style_cmd(
         exclude_all_sets=list(exclude_all_sets),
         encoder=encoder,
         band_folds=band_folds,
+        band_repeats=band_repeats,
         preset_name=preset_name,
         train_split_of=train_split_of,
         task_params=task_params,
@@ -614,8 +622,11 @@ def pretrain_style_cmd(
         )
         if "band_folds" in manifest:
             folds = manifest["band_folds"]
-            click.echo(f"band folds: {len(folds['pairs'])} encoders, each without {folds['pairs']} training pairs; "
-                       f"held-out authors' pair AUC {folds['held_out_pair_auc']}")  # fmt: skip
+            count, repeats = len(folds["pairs"]), folds.get("repeats", 1)
+            click.echo(
+                f"band folds: {count * repeats} encoders ({count} folds x {repeats}), a fold's without its "
+                f"{folds['pairs']} training pairs; held-out authors' pair AUC {folds['held_out_pair_auc']}"
+            )
         if train_split_of is not None:
             click.echo(f"next: harness run --system forum_ngram_style --task {train_split_of} --data {posts}"
                        f"{same_split} {manifest['use']}")  # fmt: skip

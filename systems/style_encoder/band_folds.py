@@ -17,6 +17,11 @@ own step and scores on its own scale (on forum seed 1 the fold encoders' cosines
 encoder's 0.72), so a band fitted on their scores does not fit the main encoder's. Each fold encoder's scores are
 standardised by the mean and sd of its own fold's band pairs, and a test problem's raw score is the logistic of the
 mean of the fold encoders' standardised cosines (`systems.style_encoder.verifier.NgramStyle`).
+
+With `--band-repeats R` each fold has R encoders, pre-trained alike but with other seeds (another sample of posts
+for the basis, other batches, another start), and a pair's score is the mean of their standardised cosines: two
+encoders of one fold disagree enough (their cosines correlate about 0.77 on the forum set) that their mean ranks the
+pairs better than either.
 """
 
 from __future__ import annotations
@@ -34,11 +39,22 @@ from core.records import VerificationProblem
 from systems.style_encoder.corpus import Exclusions, author_names, origin_texts
 
 FOLDS_FILE = "band_folds.json"
+REPEAT_SEED_STRIDE = 1000  # repeat r of a fold is pre-trained with seed + 1000 (r - 1): apart from other runs' seeds
 
 
-def fold_folder(index: int) -> str:
-    """The subfolder of a model folder that holds band fold `index` (1-based)."""
-    return f"band-fold-{index}"
+def fold_folder(index: int, repeat: int = 1) -> str:
+    """The subfolder of a model folder that holds repeat `repeat` of band fold `index` (both 1-based)."""
+    return f"band-fold-{index}" if repeat == 1 else f"band-fold-{index}-{repeat}"
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """The pre-training seed of a fold's repeat `repeat` (1-based; the first keeps `seed`)."""
+    return seed + REPEAT_SEED_STRIDE * (repeat - 1)
+
+
+def fold_folders(fold: dict[str, Any]) -> list[str]:
+    """The subfolders of one fold's encoders, one per repeat (a record written before repeats: its one folder)."""
+    return list(fold.get("folders") or [fold["folder"]])
 
 
 def training_pair_folds(
@@ -91,13 +107,20 @@ def training_pair_folds(
     return list(zip(parts, exclusions, strict=True)), across
 
 
-def folds_record(set_folder: Path, pair_ids: Sequence[Sequence[str]], across: Sequence[str]) -> dict[str, Any]:
-    """What `band_folds.json` says: the set, how folds were made, each fold's folder and pair ids, and the ids of the
-    pairs across folds (training pairs, but in no fold)."""
+def folds_record(
+    set_folder: Path, pair_ids: Sequence[Sequence[str]], across: Sequence[str], *, repeats: int = 1
+) -> dict[str, Any]:
+    """What `band_folds.json` says: the set, how folds were made, each fold's folders (one per repeat; "folder" is
+    the first) and pair ids, and the ids of the pairs across folds (training pairs, but in no fold)."""
+    folds = []
+    for k, ids in enumerate(pair_ids, 1):
+        folders = [fold_folder(k, r) for r in range(1, repeats + 1)]
+        folds.append({"folder": folders[0], "folders": folders, "pair_ids": list(ids)})
     return {
         "set": str(set_folder),
         "grouping": "training authors dealt into folds",
-        "folds": [{"folder": fold_folder(k + 1), "pair_ids": list(ids)} for k, ids in enumerate(pair_ids)],
+        "repeats": repeats,
+        "folds": folds,
         "across_folds": list(across),
     }
 
@@ -115,6 +138,10 @@ def read_folds(folder: Path) -> dict[str, Any] | None:
         for fold in folds:
             if not isinstance(fold["folder"], str) or not all(isinstance(i, str) for i in fold["pair_ids"]):
                 raise ValueError("a fold without a folder name or pair ids")
+            if not all(isinstance(name, str) for name in fold_folders(fold)):
+                raise ValueError("a fold's folders are not names")
+        if len({len(fold_folders(fold)) for fold in folds}) != 1:
+            raise ValueError("folds with different numbers of repeats")
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise HarnessError(f"{path}: cannot read band folds ({error})") from None
     return record

@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError
-from systems.style_encoder.band_folds import folds_record, training_pair_folds
+from systems.style_encoder.band_folds import folds_record, repeat_seed, training_pair_folds
 from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus, training_split_of
 from systems.style_encoder.ngram import NgramStyleModel, NgramStylePretraining, ngram_settings, pretrain_ngram_style
 from systems.style_encoder.pretraining import preset, pretrain_style_encoder
@@ -32,18 +33,21 @@ def pretrain_style(
     train_split_of: str | None = None,
     task_params: dict[str, Any] | None = None,
     band_folds: int | None = None,
+    band_repeats: int | None = None,
     **settings: Any,
 ):
     """Read the posts less the sets' test sides (both splits of `exclude_all_sets`; for a forum task, only its
     training split), pre-train the `encoder` ("transformer" or "ngram"), write `out_dir`; return the manifest.
 
     `band_folds` K (ngram, one `exclude_sets` set): K more encoders, each also without a K-th of that set's training
-    authors, written beside the main one (`systems.style_encoder.band_folds`)."""
+    authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold."""
     if band_folds is not None and (encoder != "ngram" or len(exclude_sets) != 1):
         raise HarnessError(
             "--band-folds goes with --encoder ngram and one --exclude-test-of SET (the set whose training pairs get "
             "out-of-fold scores)"
         )
+    if band_repeats is not None and band_folds is None:
+        raise HarnessError("--band-repeats goes with --band-folds K (it is the number of encoders a fold)")
     if encoder == "ngram":
         given = sorted(name for name, value in settings.items() if value is not None and name not in NGRAM_SETTINGS)
         if given or preset_name != "cpu":
@@ -72,15 +76,16 @@ def pretrain_style(
     if encoder == "ngram":
         folds = None
         if band_folds is not None:
-            folds = _band_fold_models(posts, exclusions, exclude_sets[0], band_folds, chosen_ngram)
+            folds = _band_fold_models(posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, chosen_ngram)
         return pretrain_ngram_style(corpus, exclusions, out_dir, chosen_ngram, folds)[1]
     return pretrain_style_encoder(corpus, exclusions, out_dir, chosen)
 
 
 def _band_fold_models(
-    posts: Path, exclusions: Exclusions, set_folder: Path, folds: int, settings: NgramStylePretraining
+    posts: Path, exclusions: Exclusions, set_folder: Path, folds: int, repeats: int, settings: NgramStylePretraining
 ) -> tuple[dict[str, Any], list[tuple[NgramStyleModel, dict[str, Any]]]]:
-    """The folds' record and, per fold, the encoder pre-trained without what `exclusions` and the fold leave out."""
+    """The folds' record and, per fold and repeat (in that order), the encoder pre-trained without what `exclusions`
+    and the fold leave out."""
     parts, across = training_pair_folds(set_folder, folds, seed=settings.seed)
     models = []
     for k, (pair_ids, fold_part) in enumerate(parts, 1):
@@ -89,5 +94,8 @@ def _band_fold_models(
         corpus = pretraining_corpus(posts, fold_exclusions)
         logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs); %d posts to "
                     "pre-train on", k, folds, len(fold_part.authors), len(pair_ids), corpus.posts)  # fmt: skip
-        models.append(pretrain_ngram_style(corpus, fold_exclusions, None, settings))
-    return folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across), models
+        for r in range(1, repeats + 1):
+            fold_settings = replace(settings, seed=repeat_seed(settings.seed, r))
+            models.append(pretrain_ngram_style(corpus, fold_exclusions, None, fold_settings))
+    record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across, repeats=repeats)
+    return record, models

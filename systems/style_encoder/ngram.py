@@ -35,7 +35,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.files import sha256_files, staged_folder
 from core.progress import Progress
-from systems.style_encoder.band_folds import FOLDS_FILE
+from systems.style_encoder.band_folds import FOLDS_FILE, fold_folders
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 from systems.style_encoder.pretraining import PairSampler, StylePretraining, pair_auc, symmetric_info_nce
 from toolkit.style_space import Basis, StyleSpace, fit_basis, within_author_whitening
@@ -322,6 +322,7 @@ def pretrain_ngram_style(
             manifest["band_folds"] = {
                 "set": record["set"],
                 "grouping": record["grouping"],
+                "repeats": record.get("repeats", 1),
                 "pairs": [len(fold["pair_ids"]) for fold in record["folds"]],
                 "held_out_pair_auc": [fold_manifest["held_out_pair_auc"]["kept"] for _, fold_manifest in models],
             }
@@ -336,14 +337,16 @@ def write_ngram_style(
     band_folds: tuple[dict[str, Any], Sequence[tuple[NgramStyleModel, dict[str, Any]]]] | None = None,
 ) -> None:
     """The model and its manifest into the new folder `out_dir`, whole or not at all; with `band_folds` (the folds'
-    record and each fold's model and manifest, `systems.style_encoder.band_folds`) each fold's in a subfolder."""
+    record and each fold's models and manifests, fold by fold and repeat by repeat, `systems.style_encoder.band_folds`)
+    each fold encoder's in its own subfolder."""
     with staged_folder(Path(out_dir)) as staging:
         _write_files(staging, model, manifest)
         if band_folds is not None:
             record, models = band_folds
-            for fold, (fold_model, fold_manifest) in zip(record["folds"], models, strict=True):
-                (staging / fold["folder"]).mkdir()
-                _write_files(staging / fold["folder"], fold_model, fold_manifest)
+            folders = [name for fold in record["folds"] for name in fold_folders(fold)]
+            for name, (fold_model, fold_manifest) in zip(folders, models, strict=True):
+                (staging / name).mkdir()
+                _write_files(staging / name, fold_model, fold_manifest)
             (staging / FOLDS_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
-from systems.style_encoder.band_folds import band_rows, made_for, out_of_fold_scores, read_folds
+from systems.style_encoder.band_folds import band_rows, fold_folders, made_for, out_of_fold_scores, read_folds
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
@@ -140,24 +140,36 @@ class NgramStyle(CalibratedVerifier):
     ) -> tuple[np.ndarray, np.ndarray]:
         """Answer with the band fold encoders: each scores its fold's training pairs (authors it never saw), its
         scale is the mean and sd of those scores, and a problem's raw score is the logistic of the mean over the
-        encoders of its standardised cosine. Returns the band's scores and labels (`band_rows`)."""
-        models = [load_ngram_style(folder / fold["folder"])[0] for fold in folds["folds"]]
-        cosines, fold_of = out_of_fold_scores(
-            train.problems, folds, lambda problems, k: self._similarities(problems, models[k])
-        )
+        encoders of its standardised cosine (a training pair's: over its fold's repeats). Returns the band's scores
+        and labels (`band_rows`)."""
+        names = [fold_folders(fold) for fold in folds["folds"]]
+        models = [[load_ngram_style(folder / name)[0] for name in fold_names] for fold_names in names]
+        repeats = len(names[0])
+        cosines = []  # per repeat r, each training pair's cosine by repeat r of its fold's encoders
+        for r in range(repeats):
+            scores, fold_of = out_of_fold_scores(
+                train.problems, folds, lambda problems, k, r=r: self._similarities(problems, models[k][r])
+            )
+            cosines.append(scores)
         rows = band_rows(labels, fold_of >= 0, seed=seed)
-        self._models = models
-        band_cosines, band_folds = cosines[rows], fold_of[rows]
-        self._scales = [(float(band_cosines[band_folds == k].mean()), float(band_cosines[band_folds == k].std()))
-                        for k in range(len(models))]  # fmt: skip
-        if any(not sd > 0 for _, sd in self._scales):
-            raise HarnessError(f"{folder}: a band fold's training pairs all score alike; no scale to read them on")
-        means, sds = np.array(self._scales).T
-        standardised = (band_cosines - means[band_folds]) / sds[band_folds]
+        band_folds = fold_of[rows]
+        standardised = np.zeros(len(rows))
+        self._models, self._scales = [], []
+        for k in range(len(models)):  # fold by fold, repeat by repeat: the order raw_scores reads them in
+            for r in range(repeats):
+                in_fold = cosines[r][rows][band_folds == k]
+                mean, sd = float(in_fold.mean()), float(in_fold.std())
+                if not sd > 0:
+                    raise HarnessError(f"{folder}: a band fold encoder scores its training pairs alike; no scale")
+                standardised[band_folds == k] += (in_fold - mean) / sd / repeats
+                self._models.append(models[k][r])
+                self._scales.append((mean, sd))
+        repeated = f"; {repeats} a fold, pre-trained with other seeds, averaged" if repeats > 1 else ""
         self._calibration = {
             "folds": len(models),
+            "repeats": repeats,
             "scores": "out of sample: each training pair by the band fold encoder pre-trained without its authors "
-            f"({folds['grouping']}), standardised by that encoder's scores of its fold; {len(rows)} of "
+            f"({folds['grouping']}{repeated}), standardised by that encoder's scores of its fold; {len(rows)} of "
             f"{len(train.problems)} pairs, {int((fold_of < 0).sum())} across folds left out, the classes in the "
             "training split's proportion; the test problems are answered by the fold encoders together",
         }

@@ -17,7 +17,14 @@ from click.testing import CliRunner  # noqa: E402
 
 from core.errors import HarnessError  # noqa: E402
 from harness.cli import main  # noqa: E402
-from systems.style_encoder.band_folds import band_rows, out_of_fold_scores, training_pair_folds  # noqa: E402
+from systems.style_encoder.band_folds import (  # noqa: E402
+    FOLDS_FILE,
+    band_rows,
+    fold_folders,
+    out_of_fold_scores,
+    read_folds,
+    training_pair_folds,
+)
 from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus  # noqa: E402
 from systems.style_encoder.ngram import (  # noqa: E402
     MODEL_CONFIG,
@@ -236,3 +243,61 @@ def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slic
     elsewhere = NgramStyle(model=str(out))  # another set (here the test split): the folds are not read
     elsewhere.fit(test, seed=0)
     assert elsewhere.calibration_info["folds"] == 0
+
+
+def test_band_repeats_average_several_encoders_a_fold(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    out = tmp_path / "model"
+    args = ["pretrain-style", str(forum_slice), str(out), "--encoder", "ngram", "--steps", "20", "--band-repeats", "2"]
+    refused = CliRunner().invoke(main, [*args, "--exclude-test-of", str(slice_set)])
+    assert refused.exit_code != 0 and "--band-repeats goes with --band-folds" in refused.output and not out.exists()
+    done = CliRunner().invoke(main, [*args, "--exclude-test-of", str(slice_set), "--band-folds", "2"])
+    assert done.exit_code == 0, done.output
+    assert "band folds: 4 encoders (2 folds x 2)" in done.output
+    record = read_folds(out)
+    assert record is not None and record["repeats"] == 2
+    assert [fold_folders(fold) for fold in record["folds"]] == [["band-fold-1", "band-fold-1-2"],
+                                                                ["band-fold-2", "band-fold-2-2"]]  # fmt: skip
+    loaded = [[load_ngram_style(out / name) for name in fold_folders(fold)] for fold in record["folds"]]
+    for k, fold in enumerate(loaded, 1):  # a fold's repeats: the same exclusions, other seeds, other encoders
+        (first, first_manifest), (second, second_manifest) = fold
+        assert [first_manifest["settings"]["seed"], second_manifest["settings"]["seed"]] == [0, 1000]
+        assert first_manifest["excluded"] == second_manifest["excluded"]
+        assert f"(training fold {k} of 2)" in first_manifest["excluded"]["sets"][-1]
+        assert not np.allclose(first.embed(["one post", "another post"]), second.embed(["one post", "another post"]))
+
+    task = Pan23Task()
+    train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
+    system = NgramStyle(model=str(out), grid_step=0.05)
+    system.fit(train, seed=0)
+    assert system.calibration_info["repeats"] == 2 and "2 a fold" in system.calibration_info["scores"]
+    labels = training_labels(train)
+    per_repeat = [out_of_fold_scores(train.problems, record, lambda p, k, r=r: system._similarities(p, loaded[k][r][0]))
+                  for r in (0, 1)]  # fmt: skip
+    fold_of = per_repeat[0][1]
+    rows = band_rows(labels, fold_of >= 0, seed=0)
+    scales = [(per_repeat[r][0][rows][fold_of[rows] == k].mean(), per_repeat[r][0][rows][fold_of[rows] == k].std())
+              for k in (0, 1) for r in (0, 1)]  # fmt: skip
+    assert np.allclose(system._scales, scales)
+    # a training pair's band score: the mean of its fold's two encoders' standardised cosines
+    standardised = [np.mean([(per_repeat[r][0][i] - scales[2 * k + r][0]) / scales[2 * k + r][1] for r in (0, 1)])
+                    for i, k in zip(rows, fold_of[rows], strict=True)]  # fmt: skip
+    assert system.band == system.fit_band(train, 1 / (1 + np.exp(-np.array(standardised))), labels[rows])
+    # a test problem's: the mean over all four encoders
+    models = [model for fold in loaded for model, _ in fold]
+    each = [(system._similarities(test.problems, m) - a) / b for m, (a, b) in zip(models, scales, strict=True)]
+    assert np.allclose(system.raw_scores(test.problems), 1 / (1 + np.exp(-np.mean(each, axis=0))))
+    system.save(tmp_path / "checkpoint")
+    again = NgramStyle.load(tmp_path / "checkpoint")
+    assert [a.value for a in again.predict(test.problems)] == [a.value for a in system.predict(test.problems)]
+
+
+def test_band_folds_records_read_back_with_or_without_repeats(tmp_path: Path):
+    fold = {"folder": "band-fold-1", "pair_ids": ["a"]}
+    assert fold_folders(fold) == ["band-fold-1"]  # written before repeats: one encoder a fold
+    record = {"folds": [fold, {"folder": "band-fold-2", "pair_ids": ["b"]}]}
+    (tmp_path / FOLDS_FILE).write_text(json.dumps(record), encoding="utf-8")
+    assert read_folds(tmp_path) == record
+    record["folds"][1]["folders"] = ["band-fold-2", "band-fold-2-2"]
+    (tmp_path / FOLDS_FILE).write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises(HarnessError, match="different numbers of repeats"):
+        read_folds(tmp_path)
