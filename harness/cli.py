@@ -622,7 +622,7 @@ def pretrain_style_cmd(
         )
         if "band_folds" in manifest:
             folds = manifest["band_folds"]
-            count, repeats = len(folds["pairs"]), folds.get("repeats", 1)
+            count, repeats = len(folds["pairs"]), folds["repeats"]
             click.echo(
                 f"band folds: {count * repeats} encoders ({count} folds x {repeats}), a fold's without its "
                 f"{folds['pairs']} training pairs; held-out authors' pair AUC {folds['held_out_pair_auc']}"

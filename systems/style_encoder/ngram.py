@@ -322,7 +322,7 @@ def pretrain_ngram_style(
             manifest["band_folds"] = {
                 "set": record["set"],
                 "grouping": record["grouping"],
-                "repeats": record.get("repeats", 1),
+                "repeats": record["repeats"],
                 "pairs": [len(fold["pair_ids"]) for fold in record["folds"]],
                 "held_out_pair_auc": [fold_manifest["held_out_pair_auc"]["kept"] for _, fold_manifest in models],
             }

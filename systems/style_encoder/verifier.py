@@ -152,12 +152,12 @@ class NgramStyle(CalibratedVerifier):
             )
             cosines.append(scores)
         rows = band_rows(labels, fold_of >= 0, seed=seed)
-        band_folds = fold_of[rows]
+        band_folds, band_cosines = fold_of[rows], [scores[rows] for scores in cosines]
         standardised = np.zeros(len(rows))
         self._models, self._scales = [], []
         for k in range(len(models)):  # fold by fold, repeat by repeat: the order raw_scores reads them in
             for r in range(repeats):
-                in_fold = cosines[r][rows][band_folds == k]
+                in_fold = band_cosines[r][band_folds == k]
                 mean, sd = float(in_fold.mean()), float(in_fold.std())
                 if not sd > 0:
                     raise HarnessError(f"{folder}: a band fold encoder scores its training pairs alike; no scale")
