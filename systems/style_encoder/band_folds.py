@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -192,3 +192,46 @@ def band_rows(labels: np.ndarray, in_fold: np.ndarray, *, seed: int) -> np.ndarr
     same = np.sort(rng.choice(same, keep_same, replace=False))
     different = np.sort(rng.choice(different, keep_different, replace=False))
     return np.sort(np.concatenate([same, different]))
+
+
+class BandCosines(NamedTuple):
+    """The band pairs' cosines by their fold's encoders, each encoder's on its own scale (`band_cosines`)."""
+
+    rows: np.ndarray  # the training problems the band is fitted on (`band_rows`)
+    folds: np.ndarray  # each row's fold
+    standardised: np.ndarray  # (repeats, rows): repeat r of the row's fold's encoders, standardised by its scale
+    scales: list[tuple[float, float]]  # each encoder's (mean, sd) on its fold's band rows (fold, then repeat)
+    across: int  # training pairs across two folds, scored by no encoder and left out
+
+
+def band_cosines(
+    problems: Sequence[VerificationProblem],
+    labels: np.ndarray,
+    record: dict[str, Any],
+    cosines: Callable[[Sequence[VerificationProblem], int, int], np.ndarray],
+    *,
+    seed: int,
+    where: Path,
+) -> BandCosines:
+    """Each band pair's cosine by each repeat of its fold's encoders (`cosines(problems, fold, repeat)`), standardised
+    by the mean and sd of that encoder's cosines over its fold's band pairs: what `ngram_style` averages into a band
+    score, and the scales its test scores are put on. `where` names the encoders' folder in the error for an encoder
+    that scores its pairs alike."""
+    repeats = len(fold_folders(record["folds"][0]))
+    per_repeat = []
+    for r in range(repeats):
+        scores, fold_of = out_of_fold_scores(problems, record, lambda part, k, r=r: cosines(part, k, r))
+        per_repeat.append(scores)
+    rows = band_rows(labels, fold_of >= 0, seed=seed)
+    folds = fold_of[rows]
+    standardised = np.zeros((repeats, len(rows)))
+    scales = []
+    for k in range(len(record["folds"])):
+        for r in range(repeats):
+            in_fold = per_repeat[r][rows][folds == k]
+            mean, sd = float(in_fold.mean()), float(in_fold.std())
+            if not sd > 0:
+                raise HarnessError(f"{where}: a band fold encoder scores its training pairs alike; no scale")
+            standardised[r, folds == k] = (in_fold - mean) / sd
+            scales.append((mean, sd))
+    return BandCosines(rows, folds, standardised, scales, int((fold_of < 0).sum()))

@@ -32,7 +32,7 @@ import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
-from systems.style_encoder.band_folds import band_rows, fold_folders, made_for, out_of_fold_scores, read_folds
+from systems.style_encoder.band_folds import band_cosines, fold_folders, made_for, read_folds
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
@@ -145,35 +145,23 @@ class NgramStyle(CalibratedVerifier):
         names = [fold_folders(fold) for fold in folds["folds"]]
         models = [[load_ngram_style(folder / name)[0] for name in fold_names] for fold_names in names]
         repeats = len(names[0])
-        cosines = []  # per repeat r, each training pair's cosine by repeat r of its fold's encoders
-        for r in range(repeats):
-            scores, fold_of = out_of_fold_scores(
-                train.problems, folds, lambda problems, k, r=r: self._similarities(problems, models[k][r])
-            )
-            cosines.append(scores)
-        rows = band_rows(labels, fold_of >= 0, seed=seed)
-        band_folds, band_cosines = fold_of[rows], [scores[rows] for scores in cosines]
-        standardised = np.zeros(len(rows))
-        self._models, self._scales = [], []
-        for k in range(len(models)):  # fold by fold, repeat by repeat: the order raw_scores reads them in
-            for r in range(repeats):
-                in_fold = band_cosines[r][band_folds == k]
-                mean, sd = float(in_fold.mean()), float(in_fold.std())
-                if not sd > 0:
-                    raise HarnessError(f"{folder}: a band fold encoder scores its training pairs alike; no scale")
-                standardised[band_folds == k] += (in_fold - mean) / sd / repeats
-                self._models.append(models[k][r])
-                self._scales.append((mean, sd))
+        band = band_cosines(
+            train.problems, labels, folds, lambda problems, k, r: self._similarities(problems, models[k][r]),
+            seed=seed, where=folder,
+        )  # fmt: skip
+        self._models = [model for fold_models in models for model in fold_models]  # the order of band.scales
+        self._scales = band.scales
+        rows = band.rows
         repeated = f"; {repeats} a fold, pre-trained with other seeds, averaged" if repeats > 1 else ""
         self._calibration = {
             "folds": len(models),
             "repeats": repeats,
             "scores": "out of sample: each training pair by the band fold encoder pre-trained without its authors "
             f"({folds['grouping']}{repeated}), standardised by that encoder's scores of its fold; {len(rows)} of "
-            f"{len(train.problems)} pairs, {int((fold_of < 0).sum())} across folds left out, the classes in the "
+            f"{len(train.problems)} pairs, {band.across} across folds left out, the classes in the "
             "training split's proportion; the test problems are answered by the fold encoders together",
         }
-        return _logistic(standardised), labels[rows]
+        return _logistic(band.standardised.mean(axis=0)), labels[rows]
 
     def _learn(
         self, problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth], *, seed: int

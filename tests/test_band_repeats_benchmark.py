@@ -1,0 +1,72 @@
+"""benchmarks/band_repeats.py: the equicorrelation model predicts the AUC of averaged scores it is given, and on a
+real forum slice the curve's full row is the band `ngram_style` fits (same band pairs, same scales)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers.benchmark_script import load_benchmark
+from sklearn.metrics import roc_auc_score
+
+
+def _script() -> Any:
+    return load_benchmark("band_repeats")
+
+
+def test_the_model_predicts_the_auc_of_a_mean_of_correlated_scores():
+    script = _script()
+    rng = np.random.default_rng(0)
+    labels = rng.random(40_000) < 0.5
+    rho, d_prime = 0.7, 0.6
+    shared = rng.normal(size=labels.size)  # the noise every member shares, then each member's own
+    members = [d_prime * labels + np.sqrt(rho) * shared + np.sqrt(1 - rho) * rng.normal(size=labels.size)
+               for _ in range(4)]  # fmt: skip
+    single = float(np.mean([roc_auc_score(labels, member) for member in members]))
+    for m in (2, 4):
+        observed = roc_auc_score(labels, np.mean(members[:m], axis=0))
+        assert script.equicorrelated_auc(single, rho, m) == pytest.approx(observed, abs=0.005)
+    assert script.equicorrelated_auc(single, rho, 1) == pytest.approx(single)
+    assert script.equicorrelated_auc(single, 1.0, 50) == pytest.approx(single)  # copies add nothing
+    limit = script.equicorrelated_auc(single, rho, float("inf"))
+    assert script.equicorrelated_auc(single, rho, 4) < script.equicorrelated_auc(single, rho, 1000) < limit
+    # the curve of these members: every subset, their correlation and the same prediction
+    curve = script.repeats_curve(np.array(members[:3]), np.zeros(labels.size, dtype=int), labels)
+    assert [len(curve["aucs"][m]) for m in (1, 2, 3)] == [3, 3, 1]
+    assert curve["rho"] == pytest.approx(rho, abs=0.01)  # the noises', not the scores' (0.72 with the signal)
+    assert curve["model"] == pytest.approx(curve["aucs"][3][0], abs=0.005)
+
+
+def test_on_real_posts_the_full_row_is_the_verifiers_band(
+    forum_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    pytest.importorskip("torch")
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from systems.style_encoder.verifier import NgramStyle
+    from tasks.pairs import build_pairs
+    from tasks.pan.pan23 import Pan23Task
+
+    pairs = tmp_path / "set"
+    build_pairs("forum", forum_slice, pairs, pairs=60, seed=0)
+    encoders = tmp_path / "encoders"
+    args = ["pretrain-style", str(forum_slice), str(encoders), "--encoder", "ngram", "--steps", "20"]
+    done = CliRunner().invoke(
+        main, [*args, "--exclude-test-of", str(pairs), "--band-folds", "2", "--band-repeats", "2"]
+    )
+    assert done.exit_code == 0, done.output
+
+    script = _script()
+    text = script.main(["--encoders", str(encoders), "--set", str(pairs), "--seed", "0"])
+    curve = script.folder_curve(encoders, pairs, 0)
+    system = NgramStyle(model=str(encoders), grid_step=0.05)
+    system.fit(Pan23Task().load(pairs, "train"), seed=0)
+    assert curve["aucs"][2] == [pytest.approx(system.info["band_scores_auc"])]
+    assert len(curve["aucs"][1]) == 2 and -1 <= curve["rho"] <= 1
+    assert f"{curve['aucs'][2][0]:.3f}" in text and str(encoders) in text
+    with pytest.raises(SystemExit):
+        script.main(["--encoders", str(encoders), "--set", str(pairs), "--seed", "0", "1"])
+    assert "as many --set and --seed values" in capsys.readouterr().err
