@@ -537,6 +537,12 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     "(K x R + 1 pre-trainings; default 1).",
 )
 @click.option(
+    "--reuse-from",
+    type=_ExistingPath(),
+    help="With --band-folds K: an earlier folder of this command with the same posts, exclusions, settings and "
+    "folds; its encoders are copied, and only those it lacks (e.g. more --band-repeats) are pre-trained.",
+)
+@click.option(
     "--train-split-of",
     "train_split_of",
     metavar="TASK",
@@ -577,6 +583,7 @@ def pretrain_style_cmd(
     encoder: str,
     band_folds: int | None,
     band_repeats: int | None,
+    reuse_from: Path | None,
     train_split_of: str | None,
     task_param_pairs: tuple[str, ...],
     preset_name: str,
@@ -606,6 +613,7 @@ def pretrain_style_cmd(
         encoder=encoder,
         band_folds=band_folds,
         band_repeats=band_repeats,
+        reuse_from=reuse_from,
         preset_name=preset_name,
         train_split_of=train_split_of,
         task_params=task_params,
@@ -627,6 +635,9 @@ def pretrain_style_cmd(
                 f"band folds: {count * repeats} encoders ({count} folds x {repeats}), a fold's without its "
                 f"{folds['pairs']} training pairs; held-out authors' pair AUC {folds['held_out_pair_auc']}"
             )
+        if "reused_from" in manifest:
+            reused = manifest["reused_from"]
+            click.echo(f"reused from {reused['folder']}: {len(reused['encoders'])} encoders (the rest pre-trained)")
         if train_split_of is not None:
             click.echo(f"next: harness run --system forum_ngram_style --task {train_split_of} --data {posts}"
                        f"{same_split} {manifest['use']}")  # fmt: skip

@@ -10,9 +10,25 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError
-from systems.style_encoder.band_folds import folds_record, repeat_seed, training_pair_folds
+from systems.style_encoder.band_folds import (
+    fold_folder,
+    fold_folders,
+    folds_record,
+    read_folds,
+    repeat_seed,
+    training_pair_folds,
+)
 from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus, training_split_of
-from systems.style_encoder.ngram import NgramStyleModel, NgramStylePretraining, ngram_settings, pretrain_ngram_style
+from systems.style_encoder.ngram import (
+    NgramStyleModel,
+    NgramStylePretraining,
+    load_ngram_style,
+    manifest_recipe,
+    ngram_settings,
+    pretrain_ngram_style,
+    recipe,
+    write_pretrained,
+)
 from systems.style_encoder.pretraining import preset, pretrain_style_encoder
 
 logger = logging.getLogger("harness")
@@ -34,13 +50,16 @@ def pretrain_style(
     task_params: dict[str, Any] | None = None,
     band_folds: int | None = None,
     band_repeats: int | None = None,
+    reuse_from: Path | None = None,
     **settings: Any,
 ):
     """Read the posts less the sets' test sides (both splits of `exclude_all_sets`; for a forum task, only its
     training split), pre-train the `encoder` ("transformer" or "ngram"), write `out_dir`; return the manifest.
 
     `band_folds` K (ngram, one `exclude_sets` set): K more encoders, each also without a K-th of that set's training
-    authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold."""
+    authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold.
+    `reuse_from` (with `band_folds`): an earlier such folder of the same recipe (posts, exclusions, settings, folds),
+    whose encoders are copied instead of trained again; only those it lacks (more repeats) are pre-trained."""
     if band_folds is not None and (encoder != "ngram" or len(exclude_sets) != 1):
         raise HarnessError(
             "--band-folds goes with --encoder ngram and one --exclude-test-of SET (the set whose training pairs get "
@@ -48,6 +67,8 @@ def pretrain_style(
         )
     if band_repeats is not None and band_folds is None:
         raise HarnessError("--band-repeats goes with --band-folds K (it is the number of encoders a fold)")
+    if reuse_from is not None and band_folds is None:
+        raise HarnessError("--reuse-from goes with --band-folds K (it keeps an earlier band-fold folder's encoders)")
     if encoder == "ngram":
         given = sorted(name for name, value in settings.items() if value is not None and name not in NGRAM_SETTINGS)
         if given or preset_name != "cpu":
@@ -75,27 +96,85 @@ def pretrain_style(
     )
     if encoder == "ngram":
         folds = None
+        reused = _Reused(reuse_from, corpus.source) if reuse_from is not None else None
         if band_folds is not None:
-            folds = _band_fold_models(posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, chosen_ngram)
+            folds = _band_fold_models(
+                posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, chosen_ngram, reused
+            )
+        if reused is not None:
+            model, manifest = reused.encoder(".", recipe(chosen_ngram, exclusions, corpus.source))
+            return write_pretrained(model, manifest | {"reused_from": reused.summary()}, out_dir, folds)
         return pretrain_ngram_style(corpus, exclusions, out_dir, chosen_ngram, folds)[1]
     return pretrain_style_encoder(corpus, exclusions, out_dir, chosen)
 
 
+class _Reused:
+    """An earlier band-fold folder whose encoders this run copies where their recipe is the one it would train."""
+
+    def __init__(self, folder: Path, posts_file: str) -> None:
+        self.folder, self.posts_file, self.names = Path(folder), posts_file, []
+        self.record = read_folds(self.folder)
+        if self.record is None:
+            raise HarnessError(f"--reuse-from {folder}: no band folds there (a folder of --band-folds K)")
+
+    def check_folds(self, pair_ids: list[list[str]]) -> None:
+        if [fold["pair_ids"] for fold in self.record["folds"]] != pair_ids:
+            raise HarnessError(
+                f"--reuse-from {self.folder}: its band folds hold other pairs (made for {self.record['set']}, with "
+                "another set, seed or number of folds); nothing reused"
+            )
+
+    def has(self, name: str) -> bool:
+        listed = {folder for fold in self.record["folds"] for folder in fold_folders(fold)}
+        return name in listed and (self.folder / name).is_dir()
+
+    def encoder(self, name: str, wanted: dict[str, Any]) -> tuple[NgramStyleModel, dict[str, Any]]:
+        """The encoder in subfolder `name` ("." the main one), refused where its recipe is not `wanted`."""
+        model, manifest = load_ngram_style(self.folder / name)
+        found = manifest_recipe(manifest)
+        differ = [key for key in wanted if found.get(key) != wanted[key]]
+        if differ:
+            detail = "; ".join(f"{key}: {found.get(key)!r} there, {wanted[key]!r} here" for key in differ)
+            raise HarnessError(f"--reuse-from {self.folder / name}: another recipe ({detail[:400]}); nothing reused")
+        self.names.append(name)
+        logger.info("reused the encoder in %s (same posts, exclusions and settings)", self.folder / name)
+        return model, manifest
+
+    def summary(self) -> dict[str, Any]:
+        return {"folder": str(self.folder), "encoders": self.names}
+
+
 def _band_fold_models(
-    posts: Path, exclusions: Exclusions, set_folder: Path, folds: int, repeats: int, settings: NgramStylePretraining
+    posts: Path,
+    exclusions: Exclusions,
+    set_folder: Path,
+    folds: int,
+    repeats: int,
+    settings: NgramStylePretraining,
+    reused: _Reused | None = None,
 ) -> tuple[dict[str, Any], list[tuple[NgramStyleModel, dict[str, Any]]]]:
     """The folds' record and, per fold and repeat (in that order), the encoder pre-trained without what `exclusions`
-    and the fold leave out."""
+    and the fold leave out (copied from `reused` where it has one of that recipe)."""
     parts, across = training_pair_folds(set_folder, folds, seed=settings.seed)
+    if reused is not None:
+        reused.check_folds([pair_ids for pair_ids, _ in parts])
     models = []
     for k, (pair_ids, fold_part) in enumerate(parts, 1):
         fold_exclusions = copy.deepcopy(exclusions)
         fold_exclusions.merge(fold_part, how=f"training fold {k} of {folds}")
-        corpus = pretraining_corpus(posts, fold_exclusions)
-        logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs); %d posts to "
-                    "pre-train on", k, folds, len(fold_part.authors), len(pair_ids), corpus.posts)  # fmt: skip
+        corpus = None
         for r in range(1, repeats + 1):
             fold_settings = replace(settings, seed=repeat_seed(settings.seed, r))
+            name = fold_folder(k, r)
+            if reused is not None and reused.has(name):
+                wanted = recipe(fold_settings, fold_exclusions, reused.posts_file)
+                models.append(reused.encoder(name, wanted))
+                continue
+            if corpus is None:  # read once a fold, and only where an encoder of it is trained
+                corpus = pretraining_corpus(posts, fold_exclusions)
+                left_out = len(fold_part.authors)
+                logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs); %d posts "
+                            "to pre-train on", k, folds, left_out, len(pair_ids), corpus.posts)  # fmt: skip
             models.append(pretrain_ngram_style(corpus, fold_exclusions, None, fold_settings))
     record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across, repeats=repeats)
     return record, models

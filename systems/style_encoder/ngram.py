@@ -315,19 +315,30 @@ def pretrain_ngram_style(
         "seconds": round(time.perf_counter() - started, 1),
     }
     if out_dir is not None:
-        out_dir = Path(out_dir)
-        manifest["use"] = f"--param model={out_dir}"
-        if band_folds is not None:
-            record, models = band_folds
-            manifest["band_folds"] = {
-                "set": record["set"],
-                "grouping": record["grouping"],
-                "repeats": record["repeats"],
-                "pairs": [len(fold["pair_ids"]) for fold in record["folds"]],
-                "held_out_pair_auc": [fold_manifest["held_out_pair_auc"]["kept"] for _, fold_manifest in models],
-            }
-        write_ngram_style(model, manifest, out_dir, band_folds)
+        manifest = write_pretrained(model, manifest, Path(out_dir), band_folds)
     return model, manifest
+
+
+def write_pretrained(
+    model: NgramStyleModel,
+    manifest: dict[str, Any],
+    out_dir: Path,
+    band_folds: tuple[dict[str, Any], Sequence[tuple[NgramStyleModel, dict[str, Any]]]] | None = None,
+) -> dict[str, Any]:
+    """Write a pre-trained model (`write_ngram_style`) with its manifest told how to use it and, where there are band
+    folds, what they hold; returns that manifest."""
+    manifest = manifest | {"use": f"--param model={out_dir}"}
+    if band_folds is not None:
+        record, models = band_folds
+        manifest["band_folds"] = {
+            "set": record["set"],
+            "grouping": record["grouping"],
+            "repeats": record["repeats"],
+            "pairs": [len(fold["pair_ids"]) for fold in record["folds"]],
+            "held_out_pair_auc": [fold_manifest["held_out_pair_auc"]["kept"] for _, fold_manifest in models],
+        }
+    write_ngram_style(model, manifest, out_dir, band_folds)
+    return manifest
 
 
 def write_ngram_style(
@@ -387,6 +398,19 @@ def projection_network(d: int, hidden: int, size: int, dropout: float) -> Any:
             return self.linear(x) + self.hidden(x)
 
     return Projection()
+
+
+def recipe(settings: NgramStylePretraining, exclusions: Exclusions | None, posts: str) -> dict[str, Any]:
+    """What makes two pre-trainings the same (their manifests' "settings", "excluded" and the posts' checksum), as a
+    manifest records it: an encoder of an earlier run with this recipe is the one this run would train."""
+    wanted = {"settings": asdict(settings), "excluded": exclusions.summary() if exclusions is not None else None}
+    return json.loads(json.dumps(wanted | {"posts": _checksum(posts).get("sha256")}))
+
+
+def manifest_recipe(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The recipe a pre-training's manifest records (`recipe`)."""
+    posts = manifest.get("corpus", {}).get("sha256")
+    return {"settings": manifest.get("settings"), "excluded": manifest.get("excluded"), "posts": posts}
 
 
 def _checksum(source: str) -> dict[str, str]:

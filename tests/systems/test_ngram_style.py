@@ -301,3 +301,52 @@ def test_band_folds_records_read_back_with_or_without_repeats(tmp_path: Path):
     (tmp_path / FOLDS_FILE).write_text(json.dumps(record), encoding="utf-8")
     with pytest.raises(HarnessError, match="different numbers of repeats"):
         read_folds(tmp_path)
+
+
+def test_reuse_from_copies_an_earlier_folders_encoders_and_trains_only_the_missing(
+    forum_slice: Path, slice_set: Path, tmp_path: Path
+):
+    base = ["pretrain-style", str(forum_slice)]
+    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set), "--band-folds", "2"]
+    first, fresh, grown = tmp_path / "one-a-fold", tmp_path / "fresh", tmp_path / "grown"
+    assert CliRunner().invoke(main, [*base, str(first), *recipe]).exit_code == 0
+    before = {path: path.read_bytes() for path in first.rglob("*") if path.is_file()}
+    done = CliRunner().invoke(main, [*base, str(grown), *recipe, "--band-repeats", "2", "--reuse-from", str(first)])
+    assert done.exit_code == 0, done.output
+    assert "reused from" in done.output and "3 encoders" in done.output  # the main one and each fold's first
+    assert {path: path.read_bytes() for path in first.rglob("*") if path.is_file()} == before  # left as it was
+    assert CliRunner().invoke(main, [*base, str(fresh), *recipe, "--band-repeats", "2"]).exit_code == 0
+
+    posts = ["one post", "another post, longer than the first"]
+    for name in (".", "band-fold-1", "band-fold-2"):  # copied: the earlier folder's encoders
+        assert np.array_equal(
+            load_ngram_style(grown / name)[0].embed(posts), load_ngram_style(first / name)[0].embed(posts)
+        )
+    for name in ("band-fold-1-2", "band-fold-2-2"):  # trained here, as a fresh run of the whole recipe trains them
+        assert np.allclose(
+            load_ngram_style(grown / name)[0].embed(posts), load_ngram_style(fresh / name)[0].embed(posts)
+        )
+    assert read_folds(grown) == read_folds(fresh)
+    manifest = json.loads((grown / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
+    assert manifest["reused_from"] == {"folder": str(first), "encoders": ["band-fold-1", "band-fold-2", "."]}
+    assert manifest["use"] == f"--param model={grown}" and manifest["band_folds"]["repeats"] == 2
+
+    task = Pan23Task()
+    train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
+    answers = []
+    for folder in (grown, fresh):
+        system = NgramStyle(model=str(folder), grid_step=0.05)
+        system.fit(train, seed=0)
+        answers.append(system.raw_scores(test.problems))
+    assert np.allclose(answers[0], answers[1])
+
+    other_steps = [*recipe[:3], "21", *recipe[4:]]
+    refusals = {
+        "another recipe (settings": [*base, str(tmp_path / "r1"), *other_steps, "--reuse-from", str(first)],
+        "--reuse-from goes with --band-folds": [*base, str(tmp_path / "r2"), *recipe[:6], "--reuse-from", str(first)],
+        "no band folds there": [*base, str(tmp_path / "r3"), *recipe, "--reuse-from", str(first / "band-fold-1")],
+    }  # fmt: skip
+    for message, args in refusals.items():
+        refused = CliRunner().invoke(main, args)
+        assert refused.exit_code != 0 and message in refused.output, refused.output
+        assert not Path(args[2]).exists()
