@@ -95,14 +95,16 @@ def pretrain_style(
         corpus.left_out,
     )
     if encoder == "ngram":
-        folds = None
+        folds, main = None, None
         reused = _Reused(reuse_from, corpus.source) if reuse_from is not None else None
+        if reused is not None:  # checked before anything is trained: a refusal costs no training
+            main = reused.encoder(".", recipe(chosen_ngram, exclusions, corpus.source))
         if band_folds is not None:
             folds = _band_fold_models(
                 posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, chosen_ngram, reused
             )
-        if reused is not None:
-            model, manifest = reused.encoder(".", recipe(chosen_ngram, exclusions, corpus.source))
+        if main is not None:
+            model, manifest = main
             return write_pretrained(model, manifest | {"reused_from": reused.summary()}, out_dir, folds)
         return pretrain_ngram_style(corpus, exclusions, out_dir, chosen_ngram, folds)[1]
     return pretrain_style_encoder(corpus, exclusions, out_dir, chosen)
@@ -156,25 +158,32 @@ def _band_fold_models(
     """The folds' record and, per fold and repeat (in that order), the encoder pre-trained without what `exclusions`
     and the fold leave out (copied from `reused` where it has one of that recipe)."""
     parts, across = training_pair_folds(set_folder, folds, seed=settings.seed)
-    if reused is not None:
+    fold_exclusions = []
+    for k, (_, fold_part) in enumerate(parts, 1):
+        fold_exclusions.append(copy.deepcopy(exclusions))
+        fold_exclusions[-1].merge(fold_part, how=f"training fold {k} of {folds}")
+    copied: dict[tuple[int, int], tuple[NgramStyleModel, dict[str, Any]]] = {}
+    if reused is not None:  # every copy checked before anything is trained
         reused.check_folds([pair_ids for pair_ids, _ in parts])
+        for k in range(1, folds + 1):
+            for r in range(1, repeats + 1):
+                if reused.has(fold_folder(k, r)):
+                    wanted = recipe(replace(settings, seed=repeat_seed(settings.seed, r)), fold_exclusions[k - 1],
+                                    reused.posts_file)  # fmt: skip
+                    copied[k, r] = reused.encoder(fold_folder(k, r), wanted)
     models = []
     for k, (pair_ids, fold_part) in enumerate(parts, 1):
-        fold_exclusions = copy.deepcopy(exclusions)
-        fold_exclusions.merge(fold_part, how=f"training fold {k} of {folds}")
         corpus = None
         for r in range(1, repeats + 1):
             fold_settings = replace(settings, seed=repeat_seed(settings.seed, r))
-            name = fold_folder(k, r)
-            if reused is not None and reused.has(name):
-                wanted = recipe(fold_settings, fold_exclusions, reused.posts_file)
-                models.append(reused.encoder(name, wanted))
+            if (k, r) in copied:
+                models.append(copied[k, r])
                 continue
             if corpus is None:  # read once a fold, and only where an encoder of it is trained
-                corpus = pretraining_corpus(posts, fold_exclusions)
+                corpus = pretraining_corpus(posts, fold_exclusions[k - 1])
                 left_out = len(fold_part.authors)
                 logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs); %d posts "
                             "to pre-train on", k, folds, left_out, len(pair_ids), corpus.posts)  # fmt: skip
-            models.append(pretrain_ngram_style(corpus, fold_exclusions, None, fold_settings))
+            models.append(pretrain_ngram_style(corpus, fold_exclusions[k - 1], None, fold_settings))
     record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across, repeats=repeats)
     return record, models

@@ -328,7 +328,7 @@ def test_reuse_from_copies_an_earlier_folders_encoders_and_trains_only_the_missi
         )
     assert read_folds(grown) == read_folds(fresh)
     manifest = json.loads((grown / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
-    assert manifest["reused_from"] == {"folder": str(first), "encoders": ["band-fold-1", "band-fold-2", "."]}
+    assert manifest["reused_from"] == {"folder": str(first), "encoders": [".", "band-fold-1", "band-fold-2"]}
     assert manifest["use"] == f"--param model={grown}" and manifest["band_folds"]["repeats"] == 2
 
     task = Pan23Task()
