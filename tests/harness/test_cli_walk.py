@@ -237,7 +237,10 @@ def split_folder_cases() -> list[Case]:
 
 
 # walked by split_folder_cases and pretrain-style's extra case, not in the working call
-ALTERNATIVE_PATHS = {"run": {"train_dir", "test_dir"}, "pretrain-style": {"exclude_sets", "exclude_all_sets"}}
+ALTERNATIVE_PATHS = {
+    "run": {"train_dir", "test_dir"},
+    "pretrain-style": {"exclude_sets", "exclude_all_sets", "reuse_from"},
+}
 LIGHT_SYSTEMS = ("length_ratio", "reddit_tfidf", "episode_tfidf")  # no torch: cheap to import, never fitted here
 DATA_LAYOUT = {"pan23": "pan23", "pan20": "pan23", "pan-classic": "classic", "reddit": "forum", "darkweb": "forum"}
 DATA_OF_TASK = {"pan23": ("pan23", None), "classic": ("classic", None), "forum": ("forum", None)}
@@ -349,6 +352,16 @@ SPECS: dict[str, Spec] = {
                     *argv("pretrain-style", SPECS["pretrain-style"].call, ws, out),
                     "--band-folds",
                     "2",
+                ],  # fmt: skip
+                False,
+            ),
+            Case(
+                "pretrain-style",
+                "--reuse-from without --band-folds",
+                lambda ws, out: [
+                    *argv("pretrain-style", SPECS["pretrain-style"].call, ws, out),
+                    "--reuse-from",
+                    str(ws.forum),
                 ],  # fmt: skip
                 False,
             ),
