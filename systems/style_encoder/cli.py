@@ -25,6 +25,7 @@ from systems.style_encoder.ngram import (
     load_ngram_style,
     manifest_recipe,
     ngram_settings,
+    posts_checksum,
     pretrain_ngram_style,
     recipe,
     write_pretrained,
@@ -98,7 +99,7 @@ def pretrain_style(
         folds, main = None, None
         reused = _Reused(reuse_from, corpus.source) if reuse_from is not None else None
         if reused is not None:  # checked before anything is trained: a refusal costs no training
-            main = reused.encoder(".", recipe(chosen_ngram, exclusions, corpus.source))
+            main = reused.encoder(".", reused.recipe(chosen_ngram, exclusions))
         if band_folds is not None:
             folds = _band_fold_models(
                 posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, chosen_ngram, reused
@@ -114,10 +115,15 @@ class _Reused:
     """An earlier band-fold folder whose encoders this run copies where their recipe is the one it would train."""
 
     def __init__(self, folder: Path, posts_file: str) -> None:
-        self.folder, self.posts_file, self.names = Path(folder), posts_file, []
+        self.folder, self.names = Path(folder), []
         self.record = read_folds(self.folder)
         if self.record is None:
             raise HarnessError(f"--reuse-from {folder}: no band folds there (a folder of --band-folds K)")
+        self.listed = {name for fold in self.record["folds"] for name in fold_folders(fold)}
+        self.posts_sha256 = posts_checksum(posts_file)  # hashed once, compared for every encoder
+
+    def recipe(self, settings: NgramStylePretraining, exclusions: Exclusions) -> dict[str, Any]:
+        return recipe(settings, exclusions, self.posts_sha256)
 
     def check_folds(self, pair_ids: list[list[str]]) -> None:
         if [fold["pair_ids"] for fold in self.record["folds"]] != pair_ids:
@@ -127,8 +133,7 @@ class _Reused:
             )
 
     def has(self, name: str) -> bool:
-        listed = {folder for fold in self.record["folds"] for folder in fold_folders(fold)}
-        return name in listed and (self.folder / name).is_dir()
+        return name in self.listed and (self.folder / name).is_dir()
 
     def encoder(self, name: str, wanted: dict[str, Any]) -> tuple[NgramStyleModel, dict[str, Any]]:
         """The encoder in subfolder `name` ("." the main one), refused where its recipe is not `wanted`."""
@@ -168,8 +173,8 @@ def _band_fold_models(
         for k in range(1, folds + 1):
             for r in range(1, repeats + 1):
                 if reused.has(fold_folder(k, r)):
-                    wanted = recipe(replace(settings, seed=repeat_seed(settings.seed, r)), fold_exclusions[k - 1],
-                                    reused.posts_file)  # fmt: skip
+                    repeat_settings = replace(settings, seed=repeat_seed(settings.seed, r))
+                    wanted = reused.recipe(repeat_settings, fold_exclusions[k - 1])
                     copied[k, r] = reused.encoder(fold_folder(k, r), wanted)
     models = []
     for k, (pair_ids, fold_part) in enumerate(parts, 1):

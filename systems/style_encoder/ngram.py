@@ -400,17 +400,23 @@ def projection_network(d: int, hidden: int, size: int, dropout: float) -> Any:
     return Projection()
 
 
-def recipe(settings: NgramStylePretraining, exclusions: Exclusions | None, posts: str) -> dict[str, Any]:
-    """What makes two pre-trainings the same (their manifests' "settings", "excluded" and the posts' checksum), as a
-    manifest records it: an encoder of an earlier run with this recipe is the one this run would train."""
+def recipe(settings: NgramStylePretraining, exclusions: Exclusions | None, posts_sha256: str | None) -> dict[str, Any]:
+    """What makes two pre-trainings the same (their manifests' "settings", "excluded" and the posts' checksum,
+    `posts_checksum`), as a manifest records it: an encoder of an earlier run with this recipe is the one this run
+    would train."""
     wanted = {"settings": asdict(settings), "excluded": exclusions.summary() if exclusions is not None else None}
-    return json.loads(json.dumps(wanted | {"posts": _checksum(posts).get("sha256")}))
+    return json.loads(json.dumps(wanted | {"posts": posts_sha256}))
 
 
 def manifest_recipe(manifest: dict[str, Any]) -> dict[str, Any]:
     """The recipe a pre-training's manifest records (`recipe`)."""
     posts = manifest.get("corpus", {}).get("sha256")
     return {"settings": manifest.get("settings"), "excluded": manifest.get("excluded"), "posts": posts}
+
+
+def posts_checksum(source: str) -> str | None:
+    """The checksum a manifest records for the posts file `source` (None where it is no file)."""
+    return _checksum(source).get("sha256")
 
 
 def _checksum(source: str) -> dict[str, str]:
