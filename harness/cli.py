@@ -537,6 +537,14 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     "(K x R + 1 pre-trainings; default 1).",
 )
 @click.option(
+    "--band-view",
+    "band_views",
+    multiple=True,
+    type=click.Choice(["char", "word"]),  # systems.style_encoder.ngram.VIEWS (not imported: it would load numpy)
+    help="With --band-folds K: one more encoder a fold that sees the texts otherwise (char: character n-grams only; "
+    "word: words only), averaged with the repeats; named twice, two of that view (repeatable).",
+)
+@click.option(
     "--reuse-from",
     type=_ExistingPath(),
     help="With --band-folds K: an earlier folder of this command with the same posts, exclusions, settings and "
@@ -583,6 +591,7 @@ def pretrain_style_cmd(
     encoder: str,
     band_folds: int | None,
     band_repeats: int | None,
+    band_views: tuple[str, ...],
     reuse_from: Path | None,
     train_split_of: str | None,
     task_param_pairs: tuple[str, ...],
@@ -613,6 +622,7 @@ def pretrain_style_cmd(
         encoder=encoder,
         band_folds=band_folds,
         band_repeats=band_repeats,
+        band_views=list(band_views),
         reuse_from=reuse_from,
         preset_name=preset_name,
         train_split_of=train_split_of,
@@ -630,9 +640,11 @@ def pretrain_style_cmd(
         )
         if "band_folds" in manifest:
             folds = manifest["band_folds"]
-            count, repeats = len(folds["pairs"]), folds["repeats"]
+            count, views = len(folds["pairs"]), folds.get("views", [])
+            each = f"{folds['repeats'] + len(views)}" + (f": {folds['repeats']} + {', '.join(views)}" if views else "")
+            encoders = len(folds["held_out_pair_auc"])
             click.echo(
-                f"band folds: {count * repeats} encoders ({count} folds x {repeats}), a fold's without its "
+                f"band folds: {encoders} encoders ({count} folds x {each}), a fold's without its "
                 f"{folds['pairs']} training pairs; held-out authors' pair AUC {folds['held_out_pair_auc']}"
             )
         if "reused_from" in manifest:

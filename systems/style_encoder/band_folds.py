@@ -22,6 +22,10 @@ With `--band-repeats R` each fold has R encoders, pre-trained alike but with oth
 for the basis, other batches, another start), and a pair's score is the mean of their standardised cosines: two
 encoders of one fold disagree enough (on forum seed 0, fold 1, their cosines of the fold's pairs correlate 0.70) that
 their mean ranks the pairs better than either (band pairs' AUC 0.678 against 0.659 with one, benchmarks/README.md).
+Seed repeats stop helping soon, because their errors are much alike (on the forum sets their standardised cosines'
+noise correlates 0.64-0.67, and the binormal model of `benchmarks/band_repeats.py` puts the limit of many near 0.69).
+`--band-view VIEW` adds an encoder a fold that sees the texts otherwise (`systems.style_encoder.ngram.VIEWS`, e.g.
+character n-grams only, whose noise correlates 0.58 with the full view's), averaged with the repeats alike.
 """
 
 from __future__ import annotations
@@ -42,9 +46,20 @@ FOLDS_FILE = "band_folds.json"
 REPEAT_SEED_STRIDE = 1000  # repeat r of a fold is pre-trained with seed + 1000 (r - 1): apart from other runs' seeds
 
 
-def fold_folder(index: int, repeat: int = 1) -> str:
-    """The subfolder of a model folder that holds repeat `repeat` of band fold `index` (both 1-based)."""
-    return f"band-fold-{index}" if repeat == 1 else f"band-fold-{index}-{repeat}"
+def fold_folder(index: int, repeat: int = 1, view: str | None = None) -> str:
+    """The subfolder of a model folder that holds repeat `repeat` of band fold `index` (both 1-based), of the main
+    encoder's settings or, with `view`, of that view (`systems.style_encoder.ngram.VIEWS`)."""
+    base = f"band-fold-{index}" if view is None else f"band-fold-{index}-{view}"
+    return base if repeat == 1 else f"{base}-{repeat}"
+
+
+def fold_encoders(repeats: int, views: Sequence[str] = ()) -> list[tuple[str | None, int]]:
+    """(view, repeat) of each encoder of a fold, in the order of its folders: the main settings' `repeats`, then one
+    encoder per entry of `views` (a view named twice: its second repeat, with the next repeat seed)."""
+    encoders: list[tuple[str | None, int]] = [(None, r) for r in range(1, repeats + 1)]
+    for i, view in enumerate(views):
+        encoders.append((view, list(views[: i + 1]).count(view)))
+    return encoders
 
 
 def repeat_seed(seed: int, repeat: int) -> int:
@@ -108,18 +123,25 @@ def training_pair_folds(
 
 
 def folds_record(
-    set_folder: Path, pair_ids: Sequence[Sequence[str]], across: Sequence[str], *, repeats: int = 1
+    set_folder: Path,
+    pair_ids: Sequence[Sequence[str]],
+    across: Sequence[str],
+    *,
+    repeats: int = 1,
+    views: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """What `band_folds.json` says: the set, how folds were made, each fold's folders (one per repeat; "folder" is
-    the first) and pair ids, and the ids of the pairs across folds (training pairs, but in no fold)."""
+    """What `band_folds.json` says: the set, how folds were made, each fold's folders (one per encoder,
+    `fold_encoders`; "folder" is the first) and pair ids, and the ids of the pairs across folds (training pairs, but
+    in no fold)."""
     folds = []
     for k, ids in enumerate(pair_ids, 1):
-        folders = [fold_folder(k, r) for r in range(1, repeats + 1)]
+        folders = [fold_folder(k, r, view) for view, r in fold_encoders(repeats, views)]
         folds.append({"folder": folders[0], "folders": folders, "pair_ids": list(ids)})
     return {
         "set": str(set_folder),
         "grouping": "training authors dealt into folds",
         "repeats": repeats,
+        "views": list(views),
         "folds": folds,
         "across_folds": list(across),
     }

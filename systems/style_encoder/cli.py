@@ -11,6 +11,7 @@ from typing import Any
 
 from core.errors import HarnessError
 from systems.style_encoder.band_folds import (
+    fold_encoders,
     fold_folder,
     fold_folders,
     folds_record,
@@ -20,6 +21,7 @@ from systems.style_encoder.band_folds import (
 )
 from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus, training_split_of
 from systems.style_encoder.ngram import (
+    VIEWS,
     NgramStyleModel,
     NgramStylePretraining,
     load_ngram_style,
@@ -51,6 +53,7 @@ def pretrain_style(
     task_params: dict[str, Any] | None = None,
     band_folds: int | None = None,
     band_repeats: int | None = None,
+    band_views: Sequence[str] = (),
     reuse_from: Path | None = None,
     **settings: Any,
 ):
@@ -58,7 +61,8 @@ def pretrain_style(
     training split), pre-train the `encoder` ("transformer" or "ngram"), write `out_dir`; return the manifest.
 
     `band_folds` K (ngram, one `exclude_sets` set): K more encoders, each also without a K-th of that set's training
-    authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold.
+    authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold, and
+    one more a fold for each of `band_views` (`VIEWS`; a view named twice: two, with other seeds).
     `reuse_from` (with `band_folds`): an earlier such folder of the same recipe (posts, exclusions, settings, folds),
     whose encoders are copied instead of trained again; only those it lacks (more repeats) are pre-trained."""
     if band_folds is not None and (encoder != "ngram" or len(exclude_sets) != 1):
@@ -68,6 +72,11 @@ def pretrain_style(
         )
     if band_repeats is not None and band_folds is None:
         raise HarnessError("--band-repeats goes with --band-folds K (it is the number of encoders a fold)")
+    if band_views and band_folds is None:
+        raise HarnessError("--band-view goes with --band-folds K (it adds an encoder of another view to each fold)")
+    unknown = sorted(set(band_views) - set(VIEWS))
+    if unknown:
+        raise HarnessError(f"--band-view {unknown[0]}: no such view (choose from {', '.join(sorted(VIEWS))})")
     if reuse_from is not None and band_folds is None:
         raise HarnessError("--reuse-from goes with --band-folds K (it keeps an earlier band-fold folder's encoders)")
     if encoder == "ngram":
@@ -102,7 +111,7 @@ def pretrain_style(
             main = reused.encoder(".", reused.recipe(chosen_ngram, exclusions))
         if band_folds is not None:
             folds = _band_fold_models(
-                posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, chosen_ngram, reused
+                posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, band_views, chosen_ngram, reused
             )
         if main is not None:
             model, manifest = main
@@ -157,38 +166,42 @@ def _band_fold_models(
     set_folder: Path,
     folds: int,
     repeats: int,
+    views: Sequence[str],
     settings: NgramStylePretraining,
     reused: _Reused | None = None,
 ) -> tuple[dict[str, Any], list[tuple[NgramStyleModel, dict[str, Any]]]]:
-    """The folds' record and, per fold and repeat (in that order), the encoder pre-trained without what `exclusions`
-    and the fold leave out (copied from `reused` where it has one of that recipe)."""
+    """The folds' record and, per fold and encoder (`fold_encoders`: the repeats, then the views), the encoder
+    pre-trained without what `exclusions` and the fold leave out (copied from `reused` where it has one of that
+    recipe)."""
     parts, across = training_pair_folds(set_folder, folds, seed=settings.seed)
     fold_exclusions = []
     for k, (_, fold_part) in enumerate(parts, 1):
         fold_exclusions.append(copy.deepcopy(exclusions))
         fold_exclusions[-1].merge(fold_part, how=f"training fold {k} of {folds}")
-    copied: dict[tuple[int, int], tuple[NgramStyleModel, dict[str, Any]]] = {}
+    encoders = [
+        (view, r, replace(settings, seed=repeat_seed(settings.seed, r), **(VIEWS[view] if view else {})))
+        for view, r in fold_encoders(repeats, views)
+    ]
+    copied: dict[tuple[int, str], tuple[NgramStyleModel, dict[str, Any]]] = {}
     if reused is not None:  # every copy checked before anything is trained
         reused.check_folds([pair_ids for pair_ids, _ in parts])
         for k in range(1, folds + 1):
-            for r in range(1, repeats + 1):
-                if reused.has(fold_folder(k, r)):
-                    repeat_settings = replace(settings, seed=repeat_seed(settings.seed, r))
-                    wanted = reused.recipe(repeat_settings, fold_exclusions[k - 1])
-                    copied[k, r] = reused.encoder(fold_folder(k, r), wanted)
+            for view, r, encoder_settings in encoders:
+                name = fold_folder(k, r, view)
+                if reused.has(name):
+                    copied[k, name] = reused.encoder(name, reused.recipe(encoder_settings, fold_exclusions[k - 1]))
     models = []
     for k, (pair_ids, fold_part) in enumerate(parts, 1):
         corpus = None
-        for r in range(1, repeats + 1):
-            fold_settings = replace(settings, seed=repeat_seed(settings.seed, r))
-            if (k, r) in copied:
-                models.append(copied[k, r])
+        for view, r, encoder_settings in encoders:
+            if (k, fold_folder(k, r, view)) in copied:
+                models.append(copied[k, fold_folder(k, r, view)])
                 continue
             if corpus is None:  # read once a fold, and only where an encoder of it is trained
                 corpus = pretraining_corpus(posts, fold_exclusions[k - 1])
                 left_out = len(fold_part.authors)
                 logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs); %d posts "
                             "to pre-train on", k, folds, left_out, len(pair_ids), corpus.posts)  # fmt: skip
-            models.append(pretrain_ngram_style(corpus, fold_exclusions[k - 1], None, fold_settings))
-    record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across, repeats=repeats)
+            models.append(pretrain_ngram_style(corpus, fold_exclusions[k - 1], None, encoder_settings))
+    record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across, repeats=repeats, views=views)
     return record, models

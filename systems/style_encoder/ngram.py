@@ -93,6 +93,14 @@ class NgramStylePretraining:
         )
 
 
+# other views of a text for band fold encoders (`--band-view`): settings over the main encoder's. The style space
+# takes both vectorisers, so a view keeps one feature of the other (its most frequent term) rather than none.
+VIEWS = {
+    "char": {"word_features": 1},  # character 1-4-grams only
+    "word": {"char_features": 1},  # words only
+}
+
+
 def ngram_settings(**overrides: Any) -> NgramStylePretraining:
     """The defaults with `overrides` (those not None) on top."""
     return replace(NgramStylePretraining(), **{key: value for key, value in overrides.items() if value is not None})
@@ -334,6 +342,7 @@ def write_pretrained(
             "set": record["set"],
             "grouping": record["grouping"],
             "repeats": record["repeats"],
+            "views": record.get("views", []),
             "pairs": [len(fold["pair_ids"]) for fold in record["folds"]],
             "held_out_pair_auc": [fold_manifest["held_out_pair_auc"]["kept"] for _, fold_manifest in models],
         }

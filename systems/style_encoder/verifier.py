@@ -152,7 +152,11 @@ class NgramStyle(CalibratedVerifier):
         self._models = [model for fold_models in models for model in fold_models]  # the order of band.scales
         self._scales = band.scales
         rows = band.rows
+        views = folds.get("views", [])
         repeated = f"; {repeats} a fold, pre-trained with other seeds, averaged" if repeats > 1 else ""
+        if views:
+            seeds, others = repeats - len(views), ", ".join(views)
+            repeated = f"; {repeats} a fold ({seeds} of the main settings, seeds apart, and views {others}), averaged"
         self._calibration = {
             "folds": len(models),
             "repeats": repeats,

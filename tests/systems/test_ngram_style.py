@@ -350,3 +350,52 @@ def test_reuse_from_copies_an_earlier_folders_encoders_and_trains_only_the_missi
         refused = CliRunner().invoke(main, args)
         assert refused.exit_code != 0 and message in refused.output, refused.output
         assert not Path(args[2]).exists()
+
+
+def test_band_views_add_encoders_that_see_the_texts_otherwise(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    base = ["pretrain-style", str(forum_slice)]
+    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set), "--band-folds", "2"]
+    refused = CliRunner().invoke(main, [*base, str(tmp_path / "r1"), *recipe[:6], "--band-view", "char"])
+    assert refused.exit_code != 0 and "--band-view goes with --band-folds" in refused.output
+    refused = CliRunner().invoke(main, [*base, str(tmp_path / "r2"), *recipe, "--band-view", "syntax"])
+    assert refused.exit_code != 0 and "'syntax' is not one of 'char', 'word'" in refused.output
+    assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()
+
+    first, views = tmp_path / "one-a-fold", tmp_path / "views"
+    assert CliRunner().invoke(main, [*base, str(first), *recipe]).exit_code == 0
+    grow = ["--band-view", "char", "--band-view", "word", "--band-view", "char", "--reuse-from", str(first)]
+    done = CliRunner().invoke(main, [*base, str(views), *recipe, *grow])
+    assert done.exit_code == 0, done.output
+    assert "band folds: 8 encoders (2 folds x 4: 1 + char, word, char)" in done.output
+    assert "reused from" in done.output and "3 encoders" in done.output  # the main one and each fold's first
+    record = read_folds(views)
+    assert record is not None and record["repeats"] == 1 and record["views"] == ["char", "word", "char"]
+    assert [fold_folders(fold) for fold in record["folds"]] == [
+        [f"band-fold-{k}", f"band-fold-{k}-char", f"band-fold-{k}-word", f"band-fold-{k}-char-2"] for k in (1, 2)
+    ]
+    posts = ["one post", "another post, longer than the first"]
+    for k, fold in enumerate(record["folds"], 1):
+        loaded = [load_ngram_style(views / name) for name in fold_folders(fold)]
+        settings = [manifest["settings"] for _, manifest in loaded]
+        # a view is the main settings with one vectoriser cut to one term; a view named twice, its next seed
+        assert [(s["char_features"], s["word_features"], s["seed"]) for s in settings] == [
+            (100_000, 30_000, 0), (100_000, 1, 0), (1, 30_000, 0), (100_000, 1, 1000)
+        ]  # fmt: skip
+        assert all(manifest["excluded"] == loaded[0][1]["excluded"] for _, manifest in loaded)
+        assert f"(training fold {k} of 2)" in loaded[0][1]["excluded"]["sets"][-1]
+        assert np.array_equal(loaded[0][0].embed(posts), load_ngram_style(first / f"band-fold-{k}")[0].embed(posts))
+        assert not np.allclose(loaded[1][0].embed(posts), loaded[3][0].embed(posts))
+
+    task = Pan23Task()
+    train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
+    system = NgramStyle(model=str(views), grid_step=0.05)
+    system.fit(train, seed=0)
+    assert system.calibration_info["repeats"] == 4
+    assert (
+        "4 a fold (1 of the main settings, seeds apart, and views char, word, char)"
+        in system.calibration_info["scores"]
+    )
+    assert len(system._scales) == 8  # every encoder of every fold on its own scale
+    system.save(tmp_path / "checkpoint")
+    again = NgramStyle.load(tmp_path / "checkpoint")
+    assert [a.value for a in again.predict(test.problems)] == [a.value for a in system.predict(test.problems)]
