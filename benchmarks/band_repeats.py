@@ -53,16 +53,20 @@ def repeats_curve(standardised: np.ndarray, folds: np.ndarray, labels: np.ndarra
             for subset in itertools.combinations(range(repeats), m)]
         for m in range(1, repeats + 1)
     }  # fmt: skip
-    rho = statistics.mean(  # within a fold and a class: the noises' correlation, the shared signal left out
-        float(np.corrcoef(standardised[a][cell], standardised[b][cell])[0, 1])
-        for k in np.unique(folds)
-        for cell in ((folds == k) & labels, (folds == k) & ~labels)
-        if cell.sum() >= 3  # a correlation needs a few rows
+    cells = [cell for k in np.unique(folds) for cell in ((folds == k) & labels, (folds == k) & ~labels)]
+    pair_rho = {  # within a fold and a class: the noises' correlation, the shared signal left out
+        (a, b): statistics.mean(
+            float(np.corrcoef(standardised[a][cell], standardised[b][cell])[0, 1])
+            for cell in cells
+            if cell.sum() >= 3  # a correlation needs a few rows
+        )
         for a, b in itertools.combinations(range(repeats), 2)
-    )
+    }
+    rho = statistics.mean(pair_rho.values())
     single = statistics.mean(aucs[1])
     return {
         "aucs": aucs,
+        "pair_rho": pair_rho,
         "rho": rho,
         "model": equicorrelated_auc(single, rho, repeats),
         "bound": equicorrelated_auc(single, rho, float("inf")),
@@ -89,7 +93,10 @@ def folder_curve(encoders: Path, set_folder: Path, seed: int) -> dict[str, Any]:
         return cosine_scores(problems, texts, models[k][r].embed(texts))
 
     band = band_cosines(train.problems, labels, record, cosines, seed=seed, where=encoders)
-    return repeats_curve(band.standardised, band.folds, labels[band.rows]) | {"rows": len(band.rows)}
+    # each encoder of a fold by its folder's ending: "1", "2", ... the seed repeats, "char", "char-2" ... the views
+    names = [name.removeprefix("band-fold-1").lstrip("-") or "1" for name in fold_folders(record["folds"][0])]
+    curve = repeats_curve(band.standardised, band.folds, labels[band.rows])
+    return curve | {"rows": len(band.rows), "encoders": names}
 
 
 def table(rows: list[tuple[Path, dict[str, Any]]]) -> str:
@@ -110,6 +117,12 @@ def table(rows: list[tuple[Path, dict[str, Any]]]) -> str:
         )  # fmt: skip
     lines.append("")
     lines.append("Band pairs' AUC (training split, out of sample); a cell lists every subset of that many repeats.")
+    lines += ["", "| encoders | each encoder's AUC | noise rho of each two |", "|---|---|---|"]
+    for folder, curve in rows:
+        names = curve.get("encoders") or [str(r) for r in range(1, len(curve["aucs"][1]) + 1)]
+        singles = ", ".join(f"{name} {auc:.3f}" for name, auc in zip(names, curve["aucs"][1], strict=True))
+        pairs = ", ".join(f"{names[a]}-{names[b]} {rho:.2f}" for (a, b), rho in curve["pair_rho"].items())
+        lines.append(f"| {folder} | {singles} | {pairs} |")
     return "\n".join(lines) + "\n"
 
 
@@ -125,7 +138,8 @@ def main(argv: list[str] | None = None) -> str:
     rows = [(folder, folder_curve(folder, set_folder, seed))
             for folder, set_folder, seed in zip(args.encoders, args.sets, args.seeds, strict=True)]  # fmt: skip
     if args.json is not None:
-        args.json.write_text(json.dumps({str(folder): curve for folder, curve in rows}, indent=1), encoding="utf-8")
+        curves = {str(folder): curve | {"pair_rho": list(curve["pair_rho"].values())} for folder, curve in rows}
+        args.json.write_text(json.dumps(curves, indent=1), encoding="utf-8")
     text = table(rows)
     print(text, end="")
     return text

@@ -36,6 +36,8 @@ def test_the_model_predicts_the_auc_of_a_mean_of_correlated_scores():
     curve = script.repeats_curve(np.array(members[:3]), np.zeros(labels.size, dtype=int), labels)
     assert [len(curve["aucs"][m]) for m in (1, 2, 3)] == [3, 3, 1]
     assert curve["rho"] == pytest.approx(rho, abs=0.01)  # the noises', not the scores' (0.72 with the signal)
+    assert list(curve["pair_rho"]) == [(0, 1), (0, 2), (1, 2)]
+    assert all(value == pytest.approx(rho, abs=0.02) for value in curve["pair_rho"].values())
     assert curve["model"] == pytest.approx(curve["aucs"][3][0], abs=0.005)
 
 
@@ -67,6 +69,7 @@ def test_on_real_posts_the_full_row_is_the_verifiers_band(
     assert curve["aucs"][2] == [pytest.approx(system.info["band_scores_auc"])]
     assert len(curve["aucs"][1]) == 2 and -1 <= curve["rho"] <= 1
     assert f"{curve['aucs'][2][0]:.3f}" in text and str(encoders) in text
+    assert curve["encoders"] == ["1", "2"] and f"1-2 {curve['pair_rho'][0, 1]:.2f}" in text
     with pytest.raises(SystemExit):
         script.main(["--encoders", str(encoders), "--set", str(pairs), "--seed", "0", "1"])
     assert "as many --set and --seed values" in capsys.readouterr().err
