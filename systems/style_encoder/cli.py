@@ -64,7 +64,7 @@ def pretrain_style(
     authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold, and
     one more a fold for each of `band_views` (`VIEWS`; a view named twice: two, with other seeds).
     `reuse_from` (with `band_folds`): an earlier such folder of the same recipe (posts, exclusions, settings, folds),
-    whose encoders are copied instead of trained again; only those it lacks (more repeats) are pre-trained."""
+    whose encoders are copied instead of trained again; only those it lacks (more repeats or views) are pre-trained."""
     if band_folds is not None and (encoder != "ngram" or len(exclude_sets) != 1):
         raise HarnessError(
             "--band-folds goes with --encoder ngram and one --exclude-test-of SET (the set whose training pairs get "

@@ -156,7 +156,8 @@ class NgramStyle(CalibratedVerifier):
         repeated = f"; {repeats} a fold, pre-trained with other seeds, averaged" if repeats > 1 else ""
         if views:
             seeds, others = repeats - len(views), ", ".join(views)
-            repeated = f"; {repeats} a fold ({seeds} of the main settings, seeds apart, and views {others}), averaged"
+            main = "the main settings" if seeds == 1 else f"{seeds} of the main settings with other seeds"
+            repeated = f"; {repeats} a fold ({main} and views {others}), averaged"
         self._calibration = {
             "folds": len(models),
             "repeats": repeats,
