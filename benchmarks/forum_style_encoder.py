@@ -39,6 +39,7 @@ def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     if args.encoder == "ngram" and args.band_folds:  # the band on out-of-fold scores: the training authors stay
         command += ["--encoder", "ngram", "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps), ("--band-folds", args.band_folds), ("--band-repeats", args.band_repeats)]
+        given += [("--band-view", view) for view in getattr(args, "band_views", None) or []]
     elif args.encoder == "ngram":  # its verifier fits the band on the training pairs' scores: leave them out too
         command += ["--encoder", "ngram", "--exclude-all-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps)]
@@ -193,6 +194,10 @@ def main(argv: list[str] | None = None) -> str:
         "--band-folds", type=int, help="ngram: leave out the set's test side only, with this many band fold encoders"
     )
     parser.add_argument("--band-repeats", type=int, help="ngram, with --band-folds: encoders a fold (default 1)")
+    parser.add_argument(
+        "--band-view", dest="band_views", action="append", choices=("char", "word"), default=[],
+        help="ngram, with --band-folds: one more encoder a fold of this view (repeatable), as `harness pretrain-style`",
+    )  # fmt: skip
     parser.add_argument(
         "--transfer", action="append", default=[], metavar="NAME", help="also score NAME-seedN with seed N's encoder"
     )

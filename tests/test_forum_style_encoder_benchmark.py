@@ -120,5 +120,14 @@ def test_band_folds_leave_out_the_test_side_only(tmp_path: Path) -> None:
     assert command[-4:] == ["--exclude-test-of", str(tmp_path / "sets" / "forum-seed1"), "--band-folds", "2"]
     args.band_repeats = 3
     assert script.pretrain_command(args, 1)[-4:] == ["--band-folds", "2", "--band-repeats", "3"]
+    args.band_views = ["char", "word"]
+    assert script.pretrain_command(args, 1)[-6:] == [
+        "--band-repeats",
+        "3",
+        "--band-view",
+        "char",
+        "--band-view",
+        "word",
+    ]
     args.band_folds = None
     assert "--exclude-all-of" in script.pretrain_command(args, 1)
