@@ -119,7 +119,7 @@ def table(rows: list[tuple[Path, dict[str, Any]]]) -> str:
     lines.append("Band pairs' AUC (training split, out of sample); a cell lists every subset of that many repeats.")
     lines += ["", "| encoders | each encoder's AUC | noise rho of each two |", "|---|---|---|"]
     for folder, curve in rows:
-        names = curve.get("encoders") or [str(r) for r in range(1, len(curve["aucs"][1]) + 1)]
+        names = curve["encoders"]
         singles = ", ".join(f"{name} {auc:.3f}" for name, auc in zip(names, curve["aucs"][1], strict=True))
         pairs = ", ".join(f"{names[a]}-{names[b]} {rho:.2f}" for (a, b), rho in curve["pair_rho"].items())
         lines.append(f"| {folder} | {singles} | {pairs} |")

@@ -39,7 +39,7 @@ def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     if args.encoder == "ngram" and args.band_folds:  # the band on out-of-fold scores: the training authors stay
         command += ["--encoder", "ngram", "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps), ("--band-folds", args.band_folds), ("--band-repeats", args.band_repeats)]
-        given += [("--band-view", view) for view in getattr(args, "band_views", None) or []]
+        given += [("--band-view", view) for view in args.band_views]
     elif args.encoder == "ngram":  # its verifier fits the band on the training pairs' scores: leave them out too
         command += ["--encoder", "ngram", "--exclude-all-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps)]

@@ -182,20 +182,21 @@ def _band_fold_models(
         (view, r, replace(settings, seed=repeat_seed(settings.seed, r), **(VIEWS[view] if view else {})))
         for view, r in fold_encoders(repeats, views)
     ]
-    copied: dict[tuple[int, str], tuple[NgramStyleModel, dict[str, Any]]] = {}
+    copied: dict[str, tuple[NgramStyleModel, dict[str, Any]]] = {}  # by folder name (it names the fold)
     if reused is not None:  # every copy checked before anything is trained
         reused.check_folds([pair_ids for pair_ids, _ in parts])
         for k in range(1, folds + 1):
             for view, r, encoder_settings in encoders:
                 name = fold_folder(k, r, view)
                 if reused.has(name):
-                    copied[k, name] = reused.encoder(name, reused.recipe(encoder_settings, fold_exclusions[k - 1]))
+                    copied[name] = reused.encoder(name, reused.recipe(encoder_settings, fold_exclusions[k - 1]))
     models = []
     for k, (pair_ids, fold_part) in enumerate(parts, 1):
         corpus = None
         for view, r, encoder_settings in encoders:
-            if (k, fold_folder(k, r, view)) in copied:
-                models.append(copied[k, fold_folder(k, r, view)])
+            name = fold_folder(k, r, view)
+            if name in copied:
+                models.append(copied[name])
                 continue
             if corpus is None:  # read once a fold, and only where an encoder of it is trained
                 corpus = pretraining_corpus(posts, fold_exclusions[k - 1])
