@@ -31,6 +31,7 @@ logger = logging.getLogger("harness")
 INTERVAL_VARIABLE = "HARNESS_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL = 30.0  # seconds between two log lines when stderr is not a terminal
 QUICK_SECONDS = 1.0  # work done faster gets no end line: cross-validation folds would fill the log
+BARS = True  # False: log lines even on a terminal (processes that share one, whose bars would overwrite each other)
 
 
 def log_interval() -> float:
@@ -48,6 +49,8 @@ def log_interval() -> float:
 
 
 def _on_terminal() -> bool:
+    if not BARS:
+        return False
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(isatty and isatty())
 

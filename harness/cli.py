@@ -551,6 +551,14 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     "folds; its encoders are copied, and only those it lacks (e.g. more --band-repeats) are pre-trained.",
 )
 @click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --band-folds K: pre-train this many encoders at a time, each in its own process with its share of the "
+    "threads (the same recipes; memory grows with it).",
+)
+@click.option(
     "--train-split-of",
     "train_split_of",
     metavar="TASK",
@@ -593,6 +601,7 @@ def pretrain_style_cmd(
     band_repeats: int | None,
     band_views: tuple[str, ...],
     reuse_from: Path | None,
+    jobs: int,
     train_split_of: str | None,
     task_param_pairs: tuple[str, ...],
     preset_name: str,
@@ -624,6 +633,7 @@ def pretrain_style_cmd(
         band_repeats=band_repeats,
         band_views=list(band_views),
         reuse_from=reuse_from,
+        jobs=jobs,
         preset_name=preset_name,
         train_split_of=train_split_of,
         task_params=task_params,

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.errors import HarnessError
 from systems.style_encoder.band_folds import (
@@ -19,7 +19,14 @@ from systems.style_encoder.band_folds import (
     repeat_seed,
     training_pair_folds,
 )
-from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus, training_split_of
+from systems.style_encoder.corpus import (
+    Exclusions,
+    PretrainingCorpus,
+    excluded_by_sets,
+    pretraining_corpus,
+    training_split_of,
+)
+from systems.style_encoder.fold_jobs import MAIN, FoldEncoder, pretrain_fold_encoders
 from systems.style_encoder.ngram import (
     VIEWS,
     NgramStyleModel,
@@ -55,6 +62,7 @@ def pretrain_style(
     band_repeats: int | None = None,
     band_views: Sequence[str] = (),
     reuse_from: Path | None = None,
+    jobs: int = 1,
     **settings: Any,
 ):
     """Read the posts less the sets' test sides (both splits of `exclude_all_sets`; for a forum task, only its
@@ -64,7 +72,9 @@ def pretrain_style(
     authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold, and
     one more a fold for each of `band_views` (`VIEWS`; a view named twice: two, with other seeds).
     `reuse_from` (with `band_folds`): an earlier such folder of the same recipe (posts, exclusions, settings, folds),
-    whose encoders are copied instead of trained again; only those it lacks (more repeats or views) are pre-trained."""
+    whose encoders are copied instead of trained again; only those it lacks (more repeats or views) are pre-trained.
+    `jobs` (with `band_folds`): how many band-fold encoders are pre-trained at a time, each in its own process
+    (`systems.style_encoder.fold_jobs`)."""
     if band_folds is not None and (encoder != "ngram" or len(exclude_sets) != 1):
         raise HarnessError(
             "--band-folds goes with --encoder ngram and one --exclude-test-of SET (the set whose training pairs get "
@@ -79,6 +89,8 @@ def pretrain_style(
         raise HarnessError(f"--band-view {unknown[0]}: no such view (choose from {', '.join(sorted(VIEWS))})")
     if reuse_from is not None and band_folds is None:
         raise HarnessError("--reuse-from goes with --band-folds K (it keeps an earlier band-fold folder's encoders)")
+    if jobs != 1 and band_folds is None:
+        raise HarnessError("--jobs goes with --band-folds K (it pre-trains the band folds' encoders side by side)")
     if encoder == "ngram":
         given = sorted(name for name, value in settings.items() if value is not None and name not in NGRAM_SETTINGS)
         if given or preset_name != "cpu":
@@ -110,13 +122,17 @@ def pretrain_style(
         if reused is not None:  # checked before anything is trained: a refusal costs no training
             main = reused.encoder(".", reused.recipe(chosen_ngram, exclusions))
         if band_folds is not None:
-            folds = _band_fold_models(
-                posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, band_views, chosen_ngram, reused
-            )
+            main_encoder = None if main is not None else MainEncoder(corpus, exclusions, chosen_ngram)
+            folds, trained_main = _band_fold_models(
+                posts, exclusions, exclude_sets[0], band_folds, band_repeats or 1, band_views, chosen_ngram, reused,
+                main_encoder, jobs,
+            )  # fmt: skip
+            main = main or trained_main
         if main is not None:
             model, manifest = main
-            return write_pretrained(model, manifest | {"reused_from": reused.summary()}, out_dir, folds)
-        return pretrain_ngram_style(corpus, exclusions, out_dir, chosen_ngram, folds)[1]
+            reused_from = {"reused_from": reused.summary()} if reused is not None else {}
+            return write_pretrained(model, manifest | reused_from, out_dir, folds)
+        return pretrain_ngram_style(corpus, exclusions, out_dir, chosen_ngram)[1]
     return pretrain_style_encoder(corpus, exclusions, out_dir, chosen)
 
 
@@ -160,6 +176,14 @@ class _Reused:
         return {"folder": str(self.folder), "encoders": self.names}
 
 
+class MainEncoder(NamedTuple):
+    """A band-fold folder's main encoder, where it is pre-trained with the folds: its posts, exclusions, settings."""
+
+    corpus: PretrainingCorpus
+    exclusions: Exclusions
+    settings: NgramStylePretraining
+
+
 def _band_fold_models(
     posts: Path,
     exclusions: Exclusions,
@@ -169,15 +193,19 @@ def _band_fold_models(
     views: Sequence[str],
     settings: NgramStylePretraining,
     reused: _Reused | None = None,
-) -> tuple[dict[str, Any], list[tuple[NgramStyleModel, dict[str, Any]]]]:
+    main: MainEncoder | None = None,
+    jobs: int = 1,
+) -> tuple[tuple[dict[str, Any], list[tuple[NgramStyleModel, dict[str, Any]]]], Any]:
     """The folds' record and, per fold and encoder (`fold_encoders`: the repeats, then the views), the encoder
     pre-trained without what `exclusions` and the fold leave out (copied from `reused` where it has one of that
-    recipe)."""
+    recipe); and `main` pre-trained (None where not given). `jobs` of them at a time (`fold_jobs`)."""
     parts, across = training_pair_folds(set_folder, folds, seed=settings.seed)
     fold_exclusions = []
-    for k, (_, fold_part) in enumerate(parts, 1):
+    for k, (pair_ids, fold_part) in enumerate(parts, 1):
         fold_exclusions.append(copy.deepcopy(exclusions))
         fold_exclusions[-1].merge(fold_part, how=f"training fold {k} of {folds}")
+        logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs)",
+                    k, folds, len(fold_part.authors), len(pair_ids))  # fmt: skip
     encoders = [
         (view, r, replace(settings, seed=repeat_seed(settings.seed, r), **(VIEWS[view] if view else {})))
         for view, r in fold_encoders(repeats, views)
@@ -190,19 +218,29 @@ def _band_fold_models(
                 name = fold_folder(k, r, view)
                 if reused.has(name):
                     copied[name] = reused.encoder(name, reused.recipe(encoder_settings, fold_exclusions[k - 1]))
-    models = []
-    for k, (pair_ids, fold_part) in enumerate(parts, 1):
-        corpus = None
-        for view, r, encoder_settings in encoders:
-            name = fold_folder(k, r, view)
-            if name in copied:
-                models.append(copied[name])
-                continue
-            if corpus is None:  # read once a fold, and only where an encoder of it is trained
-                corpus = pretraining_corpus(posts, fold_exclusions[k - 1])
-                left_out = len(fold_part.authors)
-                logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs); %d posts "
-                            "to pre-train on", k, folds, left_out, len(pair_ids), corpus.posts)  # fmt: skip
-            models.append(pretrain_ngram_style(corpus, fold_exclusions[k - 1], None, encoder_settings))
+    to_train = [
+        FoldEncoder(fold_folder(k, r, view), k - 1, fold_exclusions[k - 1], encoder_settings)
+        for k in range(1, folds + 1)
+        for view, r, encoder_settings in encoders
+        if fold_folder(k, r, view) not in copied
+    ]
+    if main is not None:  # last, as one at a time always did
+        to_train.append(FoldEncoder(".", MAIN, main.exclusions, main.settings))
+    if jobs > 1 and len(to_train) > 1:
+        import torch
+
+        threads = max(1, torch.get_num_threads() // jobs)
+        logger.info("pre-training %d encoders %d at a time, %d thread(s) each", len(to_train), jobs, threads)
+        trained = pretrain_fold_encoders(posts, to_train, jobs=jobs, threads=threads)
+    else:
+        trained, corpus, corpus_fold = [], None, None
+        for encoder in to_train:
+            if encoder.fold != corpus_fold:  # read once a fold, and only where an encoder of it is trained
+                corpus_fold = encoder.fold
+                corpus = main.corpus if encoder.fold == MAIN else pretraining_corpus(posts, encoder.exclusions)
+                logger.info("%s: %d posts to pre-train on", encoder.name, corpus.posts)
+            trained.append(pretrain_ngram_style(corpus, encoder.exclusions, None, encoder.settings))
+    by_name = copied | {encoder.name: model for encoder, model in zip(to_train, trained, strict=True)}
+    models = [by_name[fold_folder(k, r, view)] for k in range(1, folds + 1) for view, r, _ in encoders]
     record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across, repeats=repeats, views=views)
-    return record, models
+    return (record, models), by_name.get(".")

@@ -396,3 +396,31 @@ def test_band_views_add_encoders_that_see_the_texts_otherwise(forum_slice: Path,
     system.save(tmp_path / "checkpoint")
     again = NgramStyle.load(tmp_path / "checkpoint")
     assert [a.value for a in again.predict(test.problems)] == [a.value for a in system.predict(test.problems)]
+
+
+def test_band_fold_encoders_pre_trained_side_by_side_are_those_of_one_at_a_time(
+    forum_slice: Path, slice_set: Path, tmp_path: Path
+):
+    base = ["pretrain-style", str(forum_slice)]
+    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set)]
+    refused = CliRunner().invoke(main, [*base, str(tmp_path / "r"), *recipe, "--jobs", "2"])
+    assert refused.exit_code != 0 and "--jobs goes with --band-folds" in refused.output
+    assert not (tmp_path / "r").exists()
+
+    recipe += ["--band-folds", "2", "--band-view", "char"]
+    alone, side_by_side = tmp_path / "alone", tmp_path / "side-by-side"
+    assert CliRunner().invoke(main, [*base, str(alone), *recipe]).exit_code == 0
+    done = CliRunner().invoke(main, [*base, str(side_by_side), *recipe, "--jobs", "2"])
+    assert done.exit_code == 0, done.output
+    assert "band folds: 4 encoders (2 folds x 2: 1 + char)" in done.output
+    assert read_folds(side_by_side) == read_folds(alone)
+    posts = ["one post", "another post, longer than the first", "and a third: with, punctuation!"]
+    names = [".", "band-fold-1", "band-fold-1-char", "band-fold-2", "band-fold-2-char"]
+    for name in names:
+        (model, manifest), (model_alone, manifest_alone) = (load_ngram_style(f / name) for f in (side_by_side, alone))
+        assert manifest["settings"] == manifest_alone["settings"] and manifest["excluded"] == manifest_alone["excluded"]
+        assert manifest["steps_done"] == manifest_alone["steps_done"]
+        # the same recipe; only the threads' summation order may differ
+        assert np.allclose(model.embed(posts), model_alone.embed(posts), atol=1e-5), name
+    different = [load_ngram_style(side_by_side / name)[0].embed(posts) for name in names]
+    assert not np.allclose(different[1], different[2])  # the check can tell encoders apart
