@@ -39,7 +39,7 @@ def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     if args.encoder == "ngram" and args.band_folds:  # the band on out-of-fold scores: the training authors stay
         command += ["--encoder", "ngram", "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps), ("--band-folds", args.band_folds), ("--band-repeats", args.band_repeats)]
-        given += [("--band-view", view) for view in args.band_views]
+        given += [("--band-view", view) for view in args.band_views] + [("--jobs", args.jobs)]
     elif args.encoder == "ngram":  # its verifier fits the band on the training pairs' scores: leave them out too
         command += ["--encoder", "ngram", "--exclude-all-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps)]
@@ -198,6 +198,7 @@ def main(argv: list[str] | None = None) -> str:
         "--band-view", dest="band_views", action="append", choices=("char", "word"), default=[],
         help="ngram, with --band-folds: one more encoder a fold of this view (repeatable), as `harness pretrain-style`",
     )  # fmt: skip
+    parser.add_argument("--jobs", type=int, help="ngram, with --band-folds: encoders pre-trained at a time")
     parser.add_argument(
         "--transfer", action="append", default=[], metavar="NAME", help="also score NAME-seedN with seed N's encoder"
     )

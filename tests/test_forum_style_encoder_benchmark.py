@@ -115,7 +115,7 @@ def test_the_ngram_encoder_leaves_out_both_splits_and_ngram_style_reads_it(forum
 def test_band_folds_leave_out_the_test_side_only(tmp_path: Path) -> None:
     script = _script()
     args = script.argparse.Namespace(posts=tmp_path, sets=tmp_path / "sets", out=tmp_path / "out", encoder="ngram",
-                                     band_folds=2, band_repeats=None, band_views=[], steps=None,
+                                     band_folds=2, band_repeats=None, band_views=[], steps=None, jobs=None,
                                      cross_kind_share=None)  # fmt: skip
     command = script.pretrain_command(args, 1)
     assert command[-4:] == ["--exclude-test-of", str(tmp_path / "sets" / "forum-seed1"), "--band-folds", "2"]
@@ -130,5 +130,7 @@ def test_band_folds_leave_out_the_test_side_only(tmp_path: Path) -> None:
         "--band-view",
         "word",
     ]
+    args.jobs = 2
+    assert script.pretrain_command(args, 1)[-2:] == ["--jobs", "2"]
     args.band_folds = None
     assert "--exclude-all-of" in script.pretrain_command(args, 1)
