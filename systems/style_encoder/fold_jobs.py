@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from core.errors import HarnessError
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 
 logger = logging.getLogger("harness")
@@ -45,12 +46,23 @@ def pretrain_fold_encoders(posts: Path, encoders: Sequence[FoldEncoder], *, jobs
     `threads` threads each."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     level = logging.getLogger("harness").getEffectiveLevel()
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(threads, level)) as pool:
         futures = [pool.submit(_pretrain_one, Path(posts), encoder) for encoder in encoders]
-        return [future.result() for future in futures]  # the first failure is raised, the rest cancelled
+        try:
+            return [future.result() for future in futures]
+        except BrokenProcessPool:
+            pool.shutdown(cancel_futures=True)
+            raise HarnessError(
+                f"a pre-training process ended abruptly (out of memory? each of the {jobs} jobs holds its fold's "
+                "posts and model; try a smaller --jobs); nothing was written"
+            ) from None
+        except BaseException:  # the first failure (or Ctrl-C): encoders not yet started are not started
+            pool.shutdown(cancel_futures=True)
+            raise
 
 
 _worker: dict[str, Any] = {"corpora": {}, "name": ""}  # a worker's corpus per fold, and the encoder it trains now

@@ -25,7 +25,8 @@ from systems.style_encoder.band_folds import (  # noqa: E402
     read_folds,
     training_pair_folds,
 )
-from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus  # noqa: E402
+from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus  # noqa: E402
+from systems.style_encoder.fold_jobs import FoldEncoder, pretrain_fold_encoders  # noqa: E402
 from systems.style_encoder.ngram import (  # noqa: E402
     MODEL_CONFIG,
     _weights,
@@ -424,3 +425,9 @@ def test_band_fold_encoders_pre_trained_side_by_side_are_those_of_one_at_a_time(
         assert np.allclose(model.embed(posts), model_alone.embed(posts), atol=1e-5), name
     different = [load_ngram_style(side_by_side / name)[0].embed(posts) for name in names]
     assert not np.allclose(different[1], different[2])  # the check can tell encoders apart
+
+
+def test_a_failing_side_by_side_pre_training_reaches_the_caller(forum_slice: Path):
+    broken = FoldEncoder("band-fold-1", 0, Exclusions(), settings=None)  # no settings: fails inside the worker
+    with pytest.raises(AttributeError, match="seed"):
+        pretrain_fold_encoders(forum_slice, [broken, broken._replace(name="band-fold-2", fold=1)], jobs=2, threads=1)
