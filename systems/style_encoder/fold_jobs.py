@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from core.errors import HarnessError
-from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
+from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
+from systems.style_encoder.ngram import NgramStyleModel, NgramStylePretraining, pretrain_ngram_style
 
 logger = logging.getLogger("harness")
 
@@ -38,10 +39,12 @@ class FoldEncoder(NamedTuple):
     name: str
     fold: int
     exclusions: Exclusions
-    settings: Any  # NgramStylePretraining
+    settings: NgramStylePretraining
 
 
-def pretrain_fold_encoders(posts: Path, encoders: Sequence[FoldEncoder], *, jobs: int, threads: int) -> list[Any]:
+def pretrain_fold_encoders(
+    posts: Path, encoders: Sequence[FoldEncoder], *, jobs: int, threads: int
+) -> list[tuple[NgramStyleModel, dict[str, Any]]]:
     """(model, manifest) of each of `encoders`, in their order, pre-trained `jobs` at a time in spawned processes of
     `threads` threads each."""
     import multiprocessing
@@ -92,10 +95,7 @@ def _start_worker(threads: int, level: int) -> None:
     harness_logger.propagate = False
 
 
-def _pretrain_one(posts: Path, encoder: FoldEncoder) -> Any:
-    from systems.style_encoder.corpus import pretraining_corpus
-    from systems.style_encoder.ngram import pretrain_ngram_style
-
+def _pretrain_one(posts: Path, encoder: FoldEncoder) -> tuple[NgramStyleModel, dict[str, Any]]:
     _worker["name"] = encoder.name
     corpora: dict[int, PretrainingCorpus] = _worker["corpora"]
     if encoder.fold not in corpora:
