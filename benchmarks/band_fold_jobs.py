@@ -29,7 +29,8 @@ except ImportError:
 
 
 def pretrain(args: argparse.Namespace, jobs: int, folder: Path) -> dict[str, float]:
-    command = ["harness", "pretrain-style", str(args.posts), str(folder), "--encoder", "ngram"]
+    command = [sys.executable, "-m", "harness.cli", "pretrain-style", str(args.posts), str(folder)]
+    command += ["--encoder", "ngram"]
     command += ["--seed", str(args.seed), "--exclude-test-of", str(args.set)]
     command += ["--band-folds", str(args.band_folds), "--jobs", str(jobs)]
     if args.band_repeats:
@@ -63,7 +64,7 @@ def embeddings(folder: Path, texts: list[str]) -> dict[str, np.ndarray]:
     return {name: load_ngram_style(folder / name)[0].embed(texts) for name in names}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--posts", type=Path, required=True)
     parser.add_argument("--set", type=Path, required=True, help="a `harness pairs --from forum` set of these posts")
@@ -74,7 +75,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     texts = []
     with open(args.set / "test" / "pairs.jsonl", encoding="utf-8") as handle:

@@ -431,3 +431,20 @@ def test_a_failing_side_by_side_pre_training_reaches_the_caller(forum_slice: Pat
     broken = FoldEncoder("band-fold-1", 0, Exclusions(), settings=None)  # no settings: fails inside the worker
     with pytest.raises(AttributeError, match="seed"):
         pretrain_fold_encoders(forum_slice, [broken, broken._replace(name="band-fold-2", fold=1)], jobs=2, threads=1)
+
+
+def test_the_jobs_benchmark_times_each_jobs_value_and_compares_the_encoders(
+    forum_slice: Path, slice_set: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    from helpers.benchmark_script import load_benchmark
+
+    script = load_benchmark("band_fold_jobs")
+    argv = ["--posts", str(forum_slice), "--set", str(slice_set), "--out", str(tmp_path), "--band-folds", "2"]
+    script.main([*argv, "--steps", "20", "--jobs", "1", "2"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert len(rows) == 2 and rows[0].split(" | ")[2] == "1.00"
+    assert float(rows[1].split(" | ")[-1].rstrip(" |")) < 1e-5  # the same encoders, two at a time
+    for jobs in (1, 2):
+        timing = json.loads((tmp_path / f"jobs-{jobs}.json").read_text(encoding="utf-8"))
+        assert timing["jobs"] == jobs and timing["wall_s"] > 0 and timing["peak_gb"] > 0
+        assert (tmp_path / f"jobs-{jobs}" / "band_folds.json").is_file()
