@@ -37,8 +37,14 @@ def pretrain(args: argparse.Namespace, jobs: int, folder: Path) -> dict[str, flo
         command += ["--band-repeats", str(args.band_repeats)]
     for view in args.band_views:
         command += ["--band-view", view]
-    if args.steps:
-        command += ["--steps", str(args.steps)]
+    for option in (
+        "steps",
+        "dimensions",
+        "char_features",
+        "word_features",
+    ):  # the encoder's size: defaults unless given
+        if getattr(args, option):
+            command += ["--" + option.replace("_", "-"), str(getattr(args, option))]
     log = open(folder.with_suffix(".log"), "w", encoding="utf-8")  # noqa: SIM115 - closed below
     started, peak = time.perf_counter(), 0
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -73,6 +79,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--band-repeats", type=int)
     parser.add_argument("--band-view", dest="band_views", action="append", default=[])
     parser.add_argument("--steps", type=int)
+    parser.add_argument("--dimensions", type=int)
+    parser.add_argument("--char-features", type=int)
+    parser.add_argument("--word-features", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args(argv)

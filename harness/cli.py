@@ -591,6 +591,15 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
 @click.option(
     "--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True), help="Stop training after S seconds."
 )
+@click.option(
+    "--dimensions",
+    type=click.IntRange(min=1),
+    help="--encoder ngram: dimensions of the style space's SVD basis (default 300; smaller: a smaller, faster model).",
+)
+@click.option(
+    "--char-features", type=click.IntRange(min=1), help="--encoder ngram: character n-grams kept (default 100000)."
+)
+@click.option("--word-features", type=click.IntRange(min=1), help="--encoder ngram: words kept (default 30000).")
 def pretrain_style_cmd(
     posts: Path,
     out_dir: Path,

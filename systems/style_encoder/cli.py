@@ -46,6 +46,7 @@ logger = logging.getLogger("harness")
 
 # the settings `harness pretrain-style` passes that the n-gram encoder has (the rest are the transformer's)
 NGRAM_SETTINGS = ("steps", "authors_per_batch", "lr", "seed", "cross_kind_share", "match_community")
+NGRAM_ONLY = ("dimensions", "char_features", "word_features")  # the style space's size; the transformer has none
 
 
 def pretrain_style(
@@ -92,12 +93,17 @@ def pretrain_style(
     if jobs != 1 and band_folds is None:
         raise HarnessError("--jobs goes with --band-folds K (it pre-trains the band folds' encoders side by side)")
     if encoder == "ngram":
-        given = sorted(name for name, value in settings.items() if value is not None and name not in NGRAM_SETTINGS)
+        ngram_names = NGRAM_SETTINGS + NGRAM_ONLY
+        given = sorted(name for name, value in settings.items() if value is not None and name not in ngram_names)
         if given or preset_name != "cpu":
             options = ", ".join("--" + name.replace("_", "-") for name in given) or "--preset gpu"
             raise HarnessError(f"{options}: the transformer encoder's; --encoder ngram takes none of them")
-        chosen_ngram = ngram_settings(**{name: settings.get(name) for name in NGRAM_SETTINGS})
+        chosen_ngram = ngram_settings(**{name: settings.get(name) for name in ngram_names})
     else:
+        given = [name for name in NGRAM_ONLY if settings.pop(name, None) is not None]
+        if given:
+            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise HarnessError(f"{options}: the n-gram encoder's; give --encoder ngram, or leave them out")
         chosen = preset(preset_name, **settings)  # refuses bad settings before the corpus is read
     exclusions = excluded_by_sets(exclude_sets)
     if exclude_all_sets:

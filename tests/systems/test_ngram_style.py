@@ -41,6 +41,9 @@ from tasks.pairs import build_pairs  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
 from toolkit.calibration import training_labels  # noqa: E402
 
+# a small style space for the command's tests: the default one (300 x 130,000) writes about 85 MB an encoder
+TINY = ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]
+NGRAM = ["--encoder", "ngram", "--steps", "20", *TINY]
 SMALL = {
     "dimensions": 20,
     "char_features": 3000,
@@ -129,15 +132,20 @@ def test_bad_settings_and_files_are_refused(tmp_path: Path):
 
 def test_the_command_writes_a_model_the_verifier_reads(forum_slice: Path, slice_set: Path, tmp_path: Path):
     out = tmp_path / "model"
-    args = ["pretrain-style", str(forum_slice), str(out), "--encoder", "ngram", "--steps", "20"]
+    args = ["pretrain-style", str(forum_slice), str(out), *NGRAM]
     refused = CliRunner().invoke(main, [*args, "--trainable-layers", "2"])
     assert refused.exit_code != 0 and "--trainable-layers" in refused.output and not out.exists()
+    transformer = ["pretrain-style", str(forum_slice), str(out), "--dimensions", "24", "--word-features", "9"]
+    refused = CliRunner().invoke(main, transformer)
+    assert refused.exit_code != 0 and "--dimensions, --word-features: the n-gram encoder's" in refused.output
+    assert not out.exists()
     done = CliRunner().invoke(main, [*args, "--exclude-all-of", str(slice_set), "--seed", "1"])
     assert done.exit_code == 0, done.output
     assert "projected" in done.output
     assert f"--system ngram_style --task pan23 --data SET --param model={out}" in done.output
     manifest = json.loads((out / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
     assert manifest["settings"]["seed"] == 1 and manifest["excluded"]["sets"] == [f"{slice_set} (both splits)"]
+    assert (manifest["settings"]["dimensions"], manifest["settings"]["char_features"]) == (24, 4000)
 
     task = Pan23Task()
     train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
@@ -198,7 +206,7 @@ def test_band_rows_keep_the_classes_in_proportion():
 
 def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slice_set: Path, tmp_path: Path):
     out = tmp_path / "model"
-    args = ["pretrain-style", str(forum_slice), str(out), "--encoder", "ngram", "--steps", "20", "--band-folds", "2"]
+    args = ["pretrain-style", str(forum_slice), str(out), *NGRAM, "--band-folds", "2"]
     for refused in (args, [*args, "--exclude-test-of", str(slice_set), "--encoder", "transformer"]):
         result = CliRunner().invoke(main, refused)
         assert result.exit_code != 0 and "--band-folds goes with" in result.output and not out.exists()
@@ -248,7 +256,7 @@ def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slic
 
 def test_band_repeats_average_several_encoders_a_fold(forum_slice: Path, slice_set: Path, tmp_path: Path):
     out = tmp_path / "model"
-    args = ["pretrain-style", str(forum_slice), str(out), "--encoder", "ngram", "--steps", "20", "--band-repeats", "2"]
+    args = ["pretrain-style", str(forum_slice), str(out), *NGRAM, "--band-repeats", "2"]
     refused = CliRunner().invoke(main, [*args, "--exclude-test-of", str(slice_set)])
     assert refused.exit_code != 0 and "--band-repeats goes with --band-folds" in refused.output and not out.exists()
     done = CliRunner().invoke(main, [*args, "--exclude-test-of", str(slice_set), "--band-folds", "2"])
@@ -308,7 +316,7 @@ def test_reuse_from_copies_an_earlier_folders_encoders_and_trains_only_the_missi
     forum_slice: Path, slice_set: Path, tmp_path: Path
 ):
     base = ["pretrain-style", str(forum_slice)]
-    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set), "--band-folds", "2"]
+    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set), "--band-folds", "2", *TINY]
     first, fresh, grown = tmp_path / "one-a-fold", tmp_path / "fresh", tmp_path / "grown"
     assert CliRunner().invoke(main, [*base, str(first), *recipe]).exit_code == 0
     before = {path: path.read_bytes() for path in first.rglob("*") if path.is_file()}
@@ -355,7 +363,7 @@ def test_reuse_from_copies_an_earlier_folders_encoders_and_trains_only_the_missi
 
 def test_band_views_add_encoders_that_see_the_texts_otherwise(forum_slice: Path, slice_set: Path, tmp_path: Path):
     base = ["pretrain-style", str(forum_slice)]
-    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set), "--band-folds", "2"]
+    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set), "--band-folds", "2", *TINY]
     refused = CliRunner().invoke(main, [*base, str(tmp_path / "r1"), *recipe[:6], "--band-view", "char"])
     assert refused.exit_code != 0 and "--band-view goes with --band-folds" in refused.output
     refused = CliRunner().invoke(main, [*base, str(tmp_path / "r2"), *recipe, "--band-view", "syntax"])
@@ -380,7 +388,7 @@ def test_band_views_add_encoders_that_see_the_texts_otherwise(forum_slice: Path,
         settings = [manifest["settings"] for _, manifest in loaded]
         # a view is the main settings with one vectoriser cut to one term; a view named twice, its next seed
         assert [(s["char_features"], s["word_features"], s["seed"]) for s in settings] == [
-            (100_000, 30_000, 0), (100_000, 1, 0), (1, 30_000, 0), (100_000, 1, 1000)
+            (4000, 1500, 0), (4000, 1, 0), (1, 1500, 0), (4000, 1, 1000)
         ]  # fmt: skip
         assert all(manifest["excluded"] == loaded[0][1]["excluded"] for _, manifest in loaded)
         assert f"(training fold {k} of 2)" in loaded[0][1]["excluded"]["sets"][-1]
@@ -403,7 +411,7 @@ def test_band_fold_encoders_pre_trained_side_by_side_are_those_of_one_at_a_time(
     forum_slice: Path, slice_set: Path, tmp_path: Path
 ):
     base = ["pretrain-style", str(forum_slice)]
-    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set)]
+    recipe = ["--encoder", "ngram", "--steps", "20", "--exclude-test-of", str(slice_set), *TINY]
     refused = CliRunner().invoke(main, [*base, str(tmp_path / "r"), *recipe, "--jobs", "2"])
     assert refused.exit_code != 0 and "--jobs goes with --band-folds" in refused.output
     assert not (tmp_path / "r").exists()
@@ -440,7 +448,7 @@ def test_the_jobs_benchmark_times_each_jobs_value_and_compares_the_encoders(
 
     script = load_benchmark("band_fold_jobs")
     argv = ["--posts", str(forum_slice), "--set", str(slice_set), "--out", str(tmp_path), "--band-folds", "2"]
-    script.main([*argv, "--steps", "20", "--jobs", "1", "2"])
+    script.main([*argv, "--steps", "20", *TINY, "--jobs", "1", "2"])
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert len(rows) == 2 and rows[0].split(" | ")[2] == "1.00"
     assert float(rows[1].split(" | ")[-1].rstrip(" |")) < 1e-5  # the same encoders, two at a time
