@@ -232,20 +232,8 @@ def _band_fold_models(
     ]
     if main is not None:  # last, as one at a time always did
         to_train.append(FoldEncoder(".", MAIN, main.exclusions, main.settings))
-    if jobs > 1 and len(to_train) > 1:
-        import torch
-
-        threads = max(1, torch.get_num_threads() // jobs)
-        logger.info("pre-training %d encoders %d at a time, %d thread(s) each", len(to_train), jobs, threads)
-        trained = pretrain_fold_encoders(posts, to_train, jobs=jobs, threads=threads)
-    else:
-        trained, corpus, corpus_fold = [], None, None
-        for encoder in to_train:
-            if encoder.fold != corpus_fold:  # read once a fold, and only where an encoder of it is trained
-                corpus_fold = encoder.fold
-                corpus = main.corpus if encoder.fold == MAIN else pretraining_corpus(posts, encoder.exclusions)
-                logger.info("%s: %d posts to pre-train on", encoder.name, corpus.posts)
-            trained.append(pretrain_ngram_style(corpus, encoder.exclusions, None, encoder.settings))
+    read = {MAIN: main.corpus} if main is not None else None
+    trained = pretrain_fold_encoders(posts, to_train, jobs=jobs, read=read)
     by_name = copied | {encoder.name: model for encoder, model in zip(to_train, trained, strict=True)}
     models = [by_name[fold_folder(k, r, view)] for k in range(1, folds + 1) for view, r, _ in encoders]
     record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across, repeats=repeats, views=views)

@@ -6,7 +6,7 @@ load stayed at 1.1-1.5), so processes, not threads, are what use a machine's cor
 a three-fold folder in 572 s two at a time against 954 s one at a time, at 5.9 GB of memory against 3.4).
 
 Each worker reads the posts of the fold it is given (that fold's exclusions applied, as one at a time does), trains
-with `threads` BLAS and torch threads and sends the model back; the parent keeps the encoders' order. The recipe
+with its share of the BLAS and torch threads and sends the model back; the parent keeps the encoders' order. The recipe
 (posts, exclusions, settings, seed) is that of one at a time, so the encoders are the same up to the summation order
 that another number of threads can change.
 
@@ -43,18 +43,30 @@ class FoldEncoder(NamedTuple):
 
 
 def pretrain_fold_encoders(
-    posts: Path, encoders: Sequence[FoldEncoder], *, jobs: int, threads: int
+    posts: Path,
+    encoders: Sequence[FoldEncoder],
+    *,
+    jobs: int,
+    read: dict[int, PretrainingCorpus] | None = None,
 ) -> list[tuple[NgramStyleModel, dict[str, Any]]]:
-    """(model, manifest) of each of `encoders`, in their order, pre-trained `jobs` at a time in spawned processes of
-    `threads` threads each."""
+    """(model, manifest) of each of `encoders`, in their order: one at a time in this process where `jobs` is 1
+    (`read`: posts already read, by fold), else `jobs` at a time in spawned processes that share this one's threads."""
+    if jobs == 1 or len(encoders) < 2:
+        fold_posts = _FoldPosts(posts, read)
+        return [pretrain_ngram_style(fold_posts.of(e), e.exclusions, None, e.settings) for e in encoders]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    import torch
+
+    threads = max(1, torch.get_num_threads() // jobs)
+    logger.info("pre-training %d encoders %d at a time, %d thread(s) each", len(encoders), jobs, threads)
     level = logging.getLogger("harness").getEffectiveLevel()
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=(threads, level)) as pool:
-        futures = [pool.submit(_pretrain_one, Path(posts), encoder) for encoder in encoders]
+    initargs = (Path(posts), threads, level)
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker, initargs=initargs) as pool:
+        futures = [pool.submit(_pretrain_one, encoder) for encoder in encoders]
         try:
             return [future.result() for future in futures]
         except BrokenProcessPool:
@@ -68,7 +80,24 @@ def pretrain_fold_encoders(
             raise
 
 
-_worker: dict[str, Any] = {"corpora": {}, "name": ""}  # a worker's corpus per fold, and the encoder it trains now
+class _FoldPosts:
+    """The posts of one fold at a time (the encoders come fold by fold), read with that fold's exclusions."""
+
+    def __init__(self, posts: Path, read: dict[int, PretrainingCorpus] | None = None) -> None:
+        self.posts, self.read = posts, dict(read or {})
+        self.fold: int | None = None
+        self.corpus: PretrainingCorpus | None = None
+
+    def of(self, encoder: FoldEncoder) -> PretrainingCorpus:
+        if encoder.fold != self.fold or self.corpus is None:
+            self.fold = encoder.fold
+            known = self.read.get(encoder.fold)
+            self.corpus = known if known is not None else pretraining_corpus(self.posts, encoder.exclusions)
+            logger.info("%s: %d posts to pre-train on", encoder.name, self.corpus.posts)
+        return self.corpus
+
+
+_worker: dict[str, Any] = {"posts": None, "name": ""}  # a worker's posts (`_FoldPosts`), and the encoder it trains now
 
 
 class _NamePrefix(logging.Filter):
@@ -77,7 +106,7 @@ class _NamePrefix(logging.Filter):
         return True
 
 
-def _start_worker(threads: int, level: int) -> None:
+def _start_worker(posts: Path, threads: int, level: int) -> None:
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -86,6 +115,7 @@ def _start_worker(threads: int, level: int) -> None:
     torch.set_num_threads(threads)
     threadpool_limits(threads)
     core.progress.BARS = False
+    _worker["posts"] = _FoldPosts(posts)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.addFilter(_NamePrefix())
@@ -95,10 +125,6 @@ def _start_worker(threads: int, level: int) -> None:
     harness_logger.propagate = False
 
 
-def _pretrain_one(posts: Path, encoder: FoldEncoder) -> tuple[NgramStyleModel, dict[str, Any]]:
+def _pretrain_one(encoder: FoldEncoder) -> tuple[NgramStyleModel, dict[str, Any]]:
     _worker["name"] = encoder.name
-    corpora: dict[int, PretrainingCorpus] = _worker["corpora"]
-    if encoder.fold not in corpora:
-        corpora.clear()  # the encoders come fold by fold: keep one fold's posts at a time
-        corpora[encoder.fold] = pretraining_corpus(posts, encoder.exclusions)
-    return pretrain_ngram_style(corpora[encoder.fold], encoder.exclusions, None, encoder.settings)
+    return pretrain_ngram_style(_worker["posts"].of(encoder), encoder.exclusions, None, encoder.settings)

@@ -36,7 +36,7 @@ from core.errors import HarnessError
 from core.files import sha256_files, staged_folder
 from core.progress import Progress
 from systems.style_encoder.band_folds import FOLDS_FILE, fold_folders
-from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
+from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, refuse_used_folder
 from systems.style_encoder.pretraining import PairSampler, StylePretraining, pair_auc, symmetric_info_nce
 from toolkit.style_space import Basis, StyleSpace, fit_basis, within_author_whitening
 
@@ -226,7 +226,7 @@ def pretrain_ngram_style(
     import torch
 
     if out_dir is not None:
-        _refuse_used_folder(out_dir)
+        refuse_used_folder(out_dir)
     started = time.perf_counter()
     rng = np.random.default_rng(settings.seed)
     torch.manual_seed(settings.seed)
@@ -359,7 +359,7 @@ def write_ngram_style(
     """The model and its manifest into the new folder `out_dir`, whole or not at all; with `band_folds` (the folds'
     record and each fold's models and manifests, fold by fold and repeat by repeat, `systems.style_encoder.band_folds`)
     each fold encoder's in its own subfolder."""
-    _refuse_used_folder(out_dir)  # again: long pre-trainings give time for a folder to appear there
+    refuse_used_folder(out_dir)  # again: long pre-trainings give time for a folder to appear there
     with staged_folder(Path(out_dir)) as staging:
         _write_files(staging, model, manifest)
         if band_folds is not None:
@@ -369,11 +369,6 @@ def write_ngram_style(
                 (staging / name).mkdir()
                 _write_files(staging / name, fold_model, fold_manifest)
             (staging / FOLDS_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
-
-
-def _refuse_used_folder(out_dir: Path) -> None:
-    if Path(out_dir).exists() and any(Path(out_dir).iterdir()):
-        raise HarnessError(f"{out_dir} exists and is not empty; name a new folder (nothing is overwritten)")
 
 
 def _write_files(folder: Path, model: NgramStyleModel, manifest: dict[str, Any]) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.files import sha256_files, staged_folder
 from core.progress import Progress
-from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
+from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, refuse_used_folder
 from toolkit.pretrained import resolve_encoder
 
 logger = logging.getLogger("harness")
@@ -179,8 +179,7 @@ def pretrain_style_encoder(
     from toolkit.encoding import pad
 
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise HarnessError(f"{out_dir} exists and is not empty; name a new folder (nothing is overwritten)")
+    refuse_used_folder(out_dir)
     started = time.perf_counter()
     device = resolve_device(settings.device)
     torch.manual_seed(settings.seed)

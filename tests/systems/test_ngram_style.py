@@ -438,7 +438,7 @@ def test_band_fold_encoders_pre_trained_side_by_side_are_those_of_one_at_a_time(
 def test_a_failing_side_by_side_pre_training_reaches_the_caller(forum_slice: Path):
     broken = FoldEncoder("band-fold-1", 0, Exclusions(), settings=None)  # no settings: fails inside the worker
     with pytest.raises(AttributeError, match="seed"):
-        pretrain_fold_encoders(forum_slice, [broken, broken._replace(name="band-fold-2", fold=1)], jobs=2, threads=1)
+        pretrain_fold_encoders(forum_slice, [broken, broken._replace(name="band-fold-2", fold=1)], jobs=2)
 
 
 def test_the_jobs_benchmark_times_each_jobs_value_and_compares_the_encoders(
