@@ -294,6 +294,7 @@ def pretrain_style_encoder(
         "use": f"--param encoder.model={out_dir} --param encoder.layers=[{model.config.num_hidden_layers}]",
     }
     model.eval()
+    refuse_used_folder(out_dir)  # again: a GPU-sized pre-training gives time for a folder to appear there
     with staged_folder(out_dir) as staging:
         model.to("cpu").save_pretrained(staging)
         tokenizer.save_pretrained(staging)

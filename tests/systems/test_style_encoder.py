@@ -195,6 +195,32 @@ def test_pretraining_writes_a_model_folder_encoder_wccn_reads(forum_slice: Path,
         pretrain_style_encoder(corpus, exclusions, out, settings)
 
 
+def test_a_folder_that_appears_during_pre_training_is_kept(
+    forum_slice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    import systems.style_encoder.pretraining as pretraining
+
+    encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
+    corpus = pretraining_corpus(forum_slice, Exclusions())
+    settings = StylePretraining(
+        model=str(encoder), max_tokens=32, steps=2, authors_per_batch=8, held_out_authors=10, eval_every=2, device="cpu"
+    )
+    out = tmp_path / "style"
+    evaluated = pretraining.pair_auc
+
+    def user_writes_there(*args):  # the held-out evaluation runs during training: the user's file lands meanwhile
+        out.mkdir(exist_ok=True)
+        (out / "notes.txt").write_text("keep me")
+        return evaluated(*args)
+
+    monkeypatch.setattr(pretraining, "pair_auc", user_writes_there)
+    with pytest.raises(HarnessError, match="not empty"):
+        pretrain_style_encoder(corpus, Exclusions(), out, settings)
+    assert [path.name for path in out.iterdir()] == ["notes.txt"] and (out / "notes.txt").read_text() == "keep me"
+
+
 def test_the_command_refuses_a_non_empty_folder_and_trains(forum_slice: Path, slice_set: Path, tmp_path: Path):
     from helpers.tiny_encoder import make_tiny_encoder
 
