@@ -56,6 +56,7 @@ def test_on_real_posts_the_full_row_is_the_verifiers_band(
     build_pairs("forum", forum_slice, pairs, pairs=60, seed=0)
     encoders = tmp_path / "encoders"
     args = ["pretrain-style", str(forum_slice), str(encoders), "--encoder", "ngram", "--steps", "20"]
+    args += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]  # small: a few MB, not 85
     done = CliRunner().invoke(
         main, [*args, "--exclude-test-of", str(pairs), "--band-folds", "2", "--band-repeats", "2"]
     )

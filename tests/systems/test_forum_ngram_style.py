@@ -26,6 +26,7 @@ from toolkit.text_prep import prepare_text  # noqa: E402
 def test_a_model_pre_trained_on_the_tasks_training_split_is_read(forum_slice: Path, tmp_path: Path):
     model = tmp_path / "model"
     args = ["pretrain-style", str(forum_slice), str(model), "--encoder", "ngram", "--steps", "20"]
+    args += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]  # small: a few MB, not 85
     done = CliRunner().invoke(main, [*args, "--train-split-of", "darkweb"])
     assert done.exit_code == 0, done.output
     assert f"--system forum_ngram_style --task darkweb --data {forum_slice} --param model={model}" in done.output
