@@ -185,6 +185,26 @@ def pack(args: argparse.Namespace) -> None:
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     rows = layout_rows(layout)
     print(f"wrote {out}: {size / 2**20:.1f} MiB ({len(posts):,} posts, {len(sets)} sets, {rows} word-embedding rows)")
+    tree = travelling_tree()
+    if tree is not None:  # what a device call sends besides: the repository's files git does not ignore
+        verdict = "fits" if size + tree <= CALL_LIMIT else "does NOT fit: pack fewer seeds or free the tree"
+        print(f"with the working tree ({tree / 2**20:.1f} MiB): {(size + tree) / 2**20:.1f} of 64 MiB, {verdict}")
+
+
+CALL_LIMIT = 64 * 2**20  # a device call's working tree and carried paths together
+
+
+def travelling_tree() -> int | None:
+    """Bytes of the files a device call sends from this repository (tracked, and untracked but not ignored)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True
+    )
+    if listed.returncode != 0:
+        return None
+    return sum((root / name).stat().st_size for name in listed.stdout.decode().split("\0") if (root / name).is_file())
 
 
 @contextmanager

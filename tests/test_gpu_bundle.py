@@ -20,7 +20,9 @@ from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus  #
 from tasks.pairs import build_pairs  # noqa: E402
 
 
-def test_pack_then_unpack_gives_the_sets_the_posts_and_the_model(forum_slice: Path, tmp_path: Path) -> None:
+def test_pack_then_unpack_gives_the_sets_the_posts_and_the_model(
+    forum_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from helpers.tiny_encoder import make_tiny_encoder
     from transformers import AutoModel, AutoTokenizer
 
@@ -32,6 +34,7 @@ def test_pack_then_unpack_gives_the_sets_the_posts_and_the_model(forum_slice: Pa
     bundle, work = tmp_path / "bundle", tmp_path / "work"
     argv = ["pack", "--posts", str(forum_slice), "--sets", str(sets), "--seeds", "0", "1", "--model", str(encoder)]
     script.main([*argv, "--out", str(bundle), "--xz-preset", "1"])
+    assert "of 64 MiB, fits" in capsys.readouterr().out  # the bundle with the repository, as a device call sends them
     with pytest.raises(SystemExit, match="exists"):  # a bundle is never written over
         script.main([*argv, "--out", str(bundle)])
     script.main(["unpack", "--bundle", str(bundle), "--out", str(work)])
