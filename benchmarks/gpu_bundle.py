@@ -9,7 +9,8 @@ nothing outside it. The forum posts (34.6 MB gzipped), the three forum sets (13 
   rounded one computes; pre-training keeps the embeddings frozen); unpacked to float32, those rows are zeros;
 - the posts with the six fields pre-training reads (post_id, author, thread_id, subforum, kind, text);
 - the sets without their texts: each pair's texts are the posts its pair_origins name (checked while packing), and
-  unpacking writes them back.
+  unpacking writes them back; with `--also cmcc`, the CMCC sets of the same seeds as they are (for `--transfer
+  cmcc`; their texts' tokens are kept in the model too).
 
 Unpacking checks the sha256 of every set file against the original's and the posts' against the packed copy's, so a
 run on the device reads the sets that were scored here, byte for byte.
@@ -59,8 +60,9 @@ def read_posts(posts: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def pack_sets(sets: list[Path], texts: dict[str, str]) -> dict[str, Any]:
-    """Each set's files, its pairs.jsonl lines with every text replaced by the id of the post that holds it."""
+def pack_sets(sets: list[Path], texts: dict[str, str], *, of_posts: bool = True) -> dict[str, Any]:
+    """Each set's files; for sets `of_posts` (the forum's), pairs.jsonl lines with every text replaced by the id of
+    the post that holds it, other sets (CMCC) as they are."""
     packed = {}
     for folder in sets:
         origins = {}
@@ -71,11 +73,20 @@ def pack_sets(sets: list[Path], texts: dict[str, str]) -> dict[str, Any]:
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             name, data = path.relative_to(folder).as_posix(), path.read_bytes()
             lines = data.decode("utf-8").splitlines(keepends=True)
-            if path.name == "pairs.jsonl":
+            stripped = of_posts and path.name == "pairs.jsonl"
+            if stripped:
                 lines = [_strip_texts(line, origins, texts, f"{path}:{i}") for i, line in enumerate(lines, 1)]
-            files[name] = {"lines": lines, "sha256": sha256(data), "pairs": path.name == "pairs.jsonl"}
+            files[name] = {"lines": lines, "sha256": sha256(data), "pairs": stripped}
         packed[folder.name] = files
     return packed
+
+
+def pair_texts(folder: Path) -> list[str]:
+    """Every text of a set's pairs, both splits."""
+    lines = [
+        line for split in ("train", "test") for line in (folder / split / "pairs.jsonl").read_text("utf-8").splitlines()
+    ]
+    return [text for line in lines for text in json.loads(line)["pair"]]
 
 
 def _strip_texts(line: str, origins: dict[str, list[str]], texts: dict[str, str], where: str) -> str:
@@ -177,14 +188,18 @@ def pack(args: argparse.Namespace) -> None:
     posts = [{field: post[field] for field in POST_FIELDS if field in post} for post in read_posts(args.posts)]
     texts = {post["post_id"]: post["text"] for post in posts}
     packed_sets = pack_sets(sets, texts)
-    kept_rows = used_token_ids(args.model, list(texts.values()))
+    others = [args.sets / f"{name}-seed{seed}" for name in args.also for seed in args.seeds]  # e.g. --transfer cmcc
+    packed_sets |= pack_sets(others, texts, of_posts=False)
+    other_texts = [text for folder in others for text in pair_texts(folder)]
+    kept_rows = used_token_ids(args.model, [*texts.values(), *other_texts])
     weights, layout = pack_weights(args.model, kept_rows)
     posts_data = "".join(json.dumps(post, ensure_ascii=False) + "\n" for post in posts).encode("utf-8")
     with new_folder(out) as staging:
         write_bundle(args, staging, weights, posts_data, packed_sets, layout, len(posts))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     rows = layout_rows(layout)
-    print(f"wrote {out}: {size / 2**20:.1f} MiB ({len(posts):,} posts, {len(sets)} sets, {rows} word-embedding rows)")
+    counts = f"{len(posts):,} posts, {len(sets) + len(others)} sets, {rows} word-embedding rows"
+    print(f"wrote {out}: {size / 2**20:.1f} MiB ({counts})")
     tree = travelling_tree()
     if tree is not None:  # what a device call sends besides: the repository's files git does not ignore
         verdict = "fits" if size + tree <= CALL_LIMIT else "does NOT fit: pack fewer seeds or free the tree"
@@ -277,6 +292,10 @@ def main(argv: list[str] | None = None) -> None:
     packing.add_argument("--sets", type=Path, required=True, help="the folder holding forum-seedN sets")
     packing.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     packing.add_argument("--model", type=Path, help="a model folder (default: the offline all-MiniLM-L6-v2)")
+    packing.add_argument(
+        "--also", action="append", default=[], metavar="NAME",
+        help="NAME-seedN sets of the same seeds packed whole, for forum_style_encoder.py's --transfer NAME (cmcc)",
+    )  # fmt: skip
     packing.add_argument("--out", type=Path, required=True)
     packing.add_argument("--xz-preset", type=int, default=6)
     unpacking = verbs.add_parser("unpack", help="there: the bundle into a new folder, every file checked")

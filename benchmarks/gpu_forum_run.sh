@@ -4,6 +4,7 @@
 # 1,200 steps, seeds 0-2; more arguments are passed on and override these), and leave in $OUT the eight files that
 # come back: the log, summary.md, and each seed's pre-training manifest and run result.
 #   run tool: command "bash benchmarks/gpu_forum_run.sh", carry [".gpu-bundle"], timeout_s 600
+#   a bundle packed with `--also cmcc` also takes `--transfer cmcc` (its table goes into summary.md)
 set -euo pipefail
 out=${OUT:?set OUT to the folder whose files come back}
 work=${GPU_WORK:-/tmp/gpu-work}

@@ -113,25 +113,32 @@ def test_a_set_text_that_is_not_its_post_is_refused(forum_slice: Path, tmp_path:
         script.pack_sets([folder], texts)
 
 
-def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(forum_slice: Path, tmp_path: Path) -> None:
-    """benchmarks/gpu_forum_run.sh as a device call runs it (here on the CPU, two steps, one seed, a tiny encoder)."""
+def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(
+    forum_slice: Path, cmcc: Path, tmp_path: Path
+) -> None:
+    """benchmarks/gpu_forum_run.sh as a device call runs it (here on the CPU, two steps, one seed, a tiny encoder),
+    with a CMCC set packed whole for --transfer cmcc."""
     import os
     import subprocess
     import sys
 
     from helpers.benchmark_script import BENCHMARKS
+    from helpers.cmcc import CMCC_PATTERN
     from helpers.tiny_encoder import make_tiny_encoder
 
-    build_pairs("forum", forum_slice, tmp_path / "sets" / "forum-seed0", pairs=60, seed=0)
+    sets = tmp_path / "sets"
+    build_pairs("forum", forum_slice, sets / "forum-seed0", pairs=60, seed=0)
+    build_pairs("folders", cmcc, sets / "cmcc-seed0", pairs=40, pattern=CMCC_PATTERN, encoding="cp1252", seed=0)
     encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
     bundle, out = tmp_path / "bundle", tmp_path / "OUT"
-    argv = ["pack", "--posts", str(forum_slice), "--sets", str(tmp_path / "sets"), "--seeds", "0"]
+    argv = ["pack", "--posts", str(forum_slice), "--sets", str(sets), "--seeds", "0", "--also", "cmcc"]
     load_benchmark("gpu_bundle").main([*argv, "--model", str(encoder), "--out", str(bundle), "--xz-preset", "1"])
     out.mkdir()
     env = os.environ | {"OUT": str(out), "GPU_WORK": str(tmp_path / "work"), "GPU_BUNDLE": str(bundle)}
     env |= {"PYTHON": sys.executable, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
     command = ["bash", str(BENCHMARKS / "gpu_forum_run.sh"), "--preset", "cpu", "--steps", "2", "--device", "cpu"]
-    done = subprocess.run([*command, "--seeds", "0"], cwd=BENCHMARKS.parent, env=env, capture_output=True, text=True)
+    command += ["--seeds", "0", "--transfer", "cmcc"]
+    done = subprocess.run(command, cwd=BENCHMARKS.parent, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(path.name for path in out.iterdir()) == [
         "log.txt", "pretraining-seed0.json", "result-seed0.json", "summary.md"
@@ -141,4 +148,10 @@ def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(forum_sli
         str(tmp_path / "work" / "sets" / "forum-seed0")
     ]
     auc = json.loads((out / "result-seed0.json").read_text())["scores"]["auc"]
-    assert f"| {auc:.3f} |" in (out / "summary.md").read_text()
+    assert (
+        f"| {auc:.3f} |" in (out / "summary.md").read_text() and "cmcc (transfer)" in (out / "summary.md").read_text()
+    )
+    for name in ("train/pairs.jsonl", "test/truth.jsonl", "pair_origins.jsonl"):  # the CMCC set, as it was
+        assert (tmp_path / "work" / "sets" / "cmcc-seed0" / name).read_bytes() == (
+            sets / "cmcc-seed0" / name
+        ).read_bytes()
