@@ -45,6 +45,7 @@ MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "specia
 WORD_EMBEDDINGS = "word_embeddings.weight"  # the end of the matrix's name in a BERT checkpoint
 TEXT_MARK = "\x00post:"  # stands for a pair's text in a packed pairs.jsonl line; no JSON text holds a raw NUL
 MANIFEST = "bundle.json"
+CALL_LIMIT = 64 * 2**20  # a device call's working tree and carried paths together
 
 
 def sha256(data: bytes) -> str:
@@ -52,9 +53,11 @@ def sha256(data: bytes) -> str:
 
 
 def read_posts(posts: Path) -> list[dict[str, Any]]:
-    path = (
-        posts if posts.is_file() else next(p for p in (posts / "posts.jsonl.gz", posts / "posts.jsonl") if p.exists())
-    )
+    """The records of posts.jsonl[.gz], or of the one in folder `posts`."""
+    candidates = [posts] if posts.is_file() else [posts / "posts.jsonl.gz", posts / "posts.jsonl"]
+    path = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if path is None:
+        raise SystemExit(f"{posts}: no posts.jsonl[.gz] there")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
@@ -83,10 +86,11 @@ def pack_sets(sets: list[Path], texts: dict[str, str], *, of_posts: bool = True)
 
 def pair_texts(folder: Path) -> list[str]:
     """Every text of a set's pairs, both splits."""
-    lines = [
-        line for split in ("train", "test") for line in (folder / split / "pairs.jsonl").read_text("utf-8").splitlines()
-    ]
-    return [text for line in lines for text in json.loads(line)["pair"]]
+    texts = []
+    for split in ("train", "test"):
+        for line in (folder / split / "pairs.jsonl").read_text(encoding="utf-8").splitlines():
+            texts.extend(json.loads(line)["pair"])
+    return texts
 
 
 def _strip_texts(line: str, origins: dict[str, list[str]], texts: dict[str, str], where: str) -> str:
@@ -132,10 +136,8 @@ def used_token_ids(model: Path, texts: list[str]) -> np.ndarray:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model))
-    rows = json.loads((model / "config.json").read_text(encoding="utf-8"))[
-        "vocab_size"
-    ]  # the matrix's, not the vocab's
-    used = np.zeros(rows, dtype=bool)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    used = np.zeros(config["vocab_size"], dtype=bool)  # the matrix's rows, which a tokenizer's length need not be
     used[tokenizer.all_special_ids] = True
     for start in range(0, len(texts), 5000):
         for ids in tokenizer(texts[start : start + 5000], add_special_tokens=True)["input_ids"]:
@@ -152,6 +154,11 @@ def pack_weights(model: Path, kept_rows: np.ndarray) -> tuple[bytes, list[dict[s
     parts, layout = [], []
     for name in sorted(weights):
         tensor = weights[name]
+        if tensor.dtype.kind != "f":  # a buffer such as position_ids: kept exactly, in the layout (a few KB)
+            layout.append(
+                {"name": name, "shape": list(tensor.shape), "dtype": str(tensor.dtype), "values": tensor.tolist()}
+            )
+            continue
         if name.endswith(WORD_EMBEDDINGS):
             layout.append({"name": name, "shape": list(tensor.shape), "rows": kept_rows.tolist()})
             tensor = tensor[kept_rows]
@@ -168,6 +175,9 @@ def unpack_weights(data: bytes, layout: list[dict[str, Any]]) -> dict[str, np.nd
     weights, at = {}, 0
     for entry in layout:
         shape = entry["shape"]
+        if "values" in entry:
+            weights[entry["name"]] = np.asarray(entry["values"], dtype=entry["dtype"]).reshape(shape)
+            continue
         if "rows" in entry:
             rows = np.asarray(entry["rows"], dtype=np.int64)
             size = len(rows) * shape[1]
@@ -204,9 +214,6 @@ def pack(args: argparse.Namespace) -> None:
     if tree is not None:  # what a device call sends besides: the repository's files git does not ignore
         verdict = "fits" if size + tree <= CALL_LIMIT else "does NOT fit: pack fewer seeds or free the tree"
         print(f"with the working tree ({tree / 2**20:.1f} MiB): {(size + tree) / 2**20:.1f} of 64 MiB, {verdict}")
-
-
-CALL_LIMIT = 64 * 2**20  # a device call's working tree and carried paths together
 
 
 def travelling_tree() -> int | None:

@@ -155,3 +155,25 @@ def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(
         assert (tmp_path / "work" / "sets" / "cmcc-seed0" / name).read_bytes() == (
             sets / "cmcc-seed0" / name
         ).read_bytes()
+
+
+def test_weights_round_trip_rounded_with_unused_rows_zero_and_buffers_exact(tmp_path: Path) -> None:
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    script = load_benchmark("gpu_bundle")
+    rng = np.random.default_rng(0)
+    weights = {
+        "embeddings.word_embeddings.weight": rng.normal(size=(10, 4)).astype(np.float32),
+        "encoder.layer.0.weight": rng.normal(size=(4, 4)).astype(np.float32),
+        "embeddings.position_ids": np.arange(8, dtype=np.int64).reshape(1, 8),  # a buffer, as MiniLM's file has
+    }
+    save_file(weights, str(tmp_path / "model.safetensors"))
+    kept = np.array([0, 3, 7])
+    back = script.unpack_weights(*script.pack_weights(tmp_path, kept))
+    matrix = back["embeddings.word_embeddings.weight"]
+    assert np.array_equal(matrix[kept], weights["embeddings.word_embeddings.weight"][kept].astype(np.float16))
+    assert not np.delete(matrix, kept, axis=0).any() and matrix.dtype == np.float32
+    assert np.array_equal(back["encoder.layer.0.weight"], weights["encoder.layer.0.weight"].astype(np.float16))
+    ids = back["embeddings.position_ids"]
+    assert ids.dtype == np.int64 and np.array_equal(ids, weights["embeddings.position_ids"])
