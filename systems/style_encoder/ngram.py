@@ -314,6 +314,8 @@ def pretrain_ngram_style(
     manifest = {
         "format": "ngram-style-pretraining-v1",
         "settings": asdict(settings),
+        # what the style space holds: fit_basis caps the settings at what the posts have (texts - 1, vocabulary)
+        "style_space": {"dimensions": int(basis.components.shape[0]), "features": int(basis.components.shape[1])},
         "corpus": corpus.summary() | _checksum(corpus.source),
         "excluded": exclusions.summary() if exclusions is not None else None,
         "training_authors": len(training),

@@ -110,6 +110,14 @@ def test_pretraining_keeps_the_best_step_and_reads_back(forum_slice: Path, slice
         pretrain_ngram_style(corpus, exclusions, out, ngram_settings(**SMALL))
 
 
+def test_the_manifest_says_what_the_style_space_holds_where_the_posts_cap_the_settings(forum_slice: Path):
+    corpus = pretraining_corpus(forum_slice, Exclusions())
+    settings = ngram_settings(**SMALL | {"basis_texts": 30, "dimensions": 50, "steps": 10})
+    model, manifest = pretrain_ngram_style(corpus, None, None, settings)
+    assert manifest["settings"]["dimensions"] == 50 and manifest["style_space"]["dimensions"] == 29  # 30 texts
+    assert model.embed(["one post", "another"]).shape[0] == 2
+
+
 def test_training_stops_after_patience_evaluations_without_a_gain(forum_slice: Path):
     corpus = pretraining_corpus(forum_slice, excluded_by_sets([]))
     _, manifest = pretrain_ngram_style(corpus, None, None, ngram_settings(**{**SMALL, "steps": 400}, patience=2))
@@ -146,6 +154,7 @@ def test_the_command_writes_a_model_the_verifier_reads(forum_slice: Path, slice_
     manifest = json.loads((out / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
     assert manifest["settings"]["seed"] == 1 and manifest["excluded"]["sets"] == [f"{slice_set} (both splits)"]
     assert (manifest["settings"]["dimensions"], manifest["settings"]["char_features"]) == (24, 4000)
+    assert manifest["style_space"]["dimensions"] == 24 and 1000 < manifest["style_space"]["features"] <= 5500
 
     task = Pan23Task()
     train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
