@@ -657,6 +657,9 @@ def pretrain_style_cmd(
             f"{manifest['steps_done']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
             f"{auc['whitened']} whitened -> {auc['kept']} projected (step {auc['kept_step']})"
         )
+        built, asked = manifest.get("style_space", {}).get("dimensions"), manifest["settings"]["dimensions"]
+        if built is not None and built < asked:
+            click.echo(f"style space: {built} dimensions, not the {asked} asked (the posts or features hold fewer)")
         if "band_folds" in manifest:
             folds = manifest["band_folds"]
             count, views = len(folds["pairs"]), folds.get("views", [])

@@ -118,6 +118,18 @@ def test_the_manifest_says_what_the_style_space_holds_where_the_posts_cap_the_se
     assert model.embed(["one post", "another"]).shape[0] == 2
 
 
+def test_the_command_says_when_the_style_space_is_smaller_than_asked(forum_slice: Path, tmp_path: Path):
+    args = ["pretrain-style", str(forum_slice), str(tmp_path / "m"), "--encoder", "ngram", "--steps", "5"]
+    done = CliRunner().invoke(main, [*args, "--dimensions", "500", "--char-features", "300", "--word-features", "100"])
+    assert done.exit_code == 0, done.output
+    built = json.loads((tmp_path / "m" / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]["style_space"]
+    assert (
+        built["dimensions"] < 500 and f"style space: {built['dimensions']} dimensions, not the 500 asked" in done.output
+    )
+    done = CliRunner().invoke(main, [*args[:2], str(tmp_path / "n"), *args[3:], *TINY])
+    assert done.exit_code == 0 and "style space:" not in done.output  # as asked: nothing to say
+
+
 def test_training_stops_after_patience_evaluations_without_a_gain(forum_slice: Path):
     corpus = pretraining_corpus(forum_slice, excluded_by_sets([]))
     _, manifest = pretrain_ngram_style(corpus, None, None, ngram_settings(**{**SMALL, "steps": 400}, patience=2))
