@@ -116,8 +116,8 @@ def test_a_set_text_that_is_not_its_post_is_refused(forum_slice: Path, tmp_path:
 def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(
     forum_slice: Path, cmcc: Path, tmp_path: Path
 ) -> None:
-    """benchmarks/gpu_forum_run.sh as a device call runs it (here on the CPU, two steps, one seed, a tiny encoder),
-    with a CMCC set packed whole for --transfer cmcc."""
+    """benchmarks/gpu_forum_run.sh as a device call runs it (here on the CPU, two steps, a tiny encoder), seed by
+    seed, with CMCC sets packed whole for --transfer cmcc; a seed that fails leaves the seeds before it in $OUT."""
     import os
     import subprocess
     import sys
@@ -127,34 +127,49 @@ def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(
     from helpers.tiny_encoder import make_tiny_encoder
 
     sets = tmp_path / "sets"
-    build_pairs("forum", forum_slice, sets / "forum-seed0", pairs=60, seed=0)
-    build_pairs("folders", cmcc, sets / "cmcc-seed0", pairs=40, pattern=CMCC_PATTERN, encoding="cp1252", seed=0)
+    for seed in (0, 1):
+        build_pairs("forum", forum_slice, sets / f"forum-seed{seed}", pairs=60, seed=seed)
+        build_pairs(
+            "folders", cmcc, sets / f"cmcc-seed{seed}", pairs=40, pattern=CMCC_PATTERN, encoding="cp1252", seed=seed
+        )
     encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
-    bundle, out = tmp_path / "bundle", tmp_path / "OUT"
-    argv = ["pack", "--posts", str(forum_slice), "--sets", str(sets), "--seeds", "0", "--also", "cmcc"]
+    bundle = tmp_path / "bundle"
+    argv = ["pack", "--posts", str(forum_slice), "--sets", str(sets), "--seeds", "0", "1", "--also", "cmcc"]
     load_benchmark("gpu_bundle").main([*argv, "--model", str(encoder), "--out", str(bundle), "--xz-preset", "1"])
-    out.mkdir()
-    env = os.environ | {"OUT": str(out), "GPU_WORK": str(tmp_path / "work"), "GPU_BUNDLE": str(bundle)}
-    env |= {"PYTHON": sys.executable, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
-    command = ["bash", str(BENCHMARKS / "gpu_forum_run.sh"), "--preset", "cpu", "--steps", "2", "--device", "cpu"]
-    command += ["--seeds", "0", "--transfer", "cmcc"]
-    done = subprocess.run(command, cwd=BENCHMARKS.parent, env=env, capture_output=True, text=True)
+
+    def device_call(name: str, seeds: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+        out = tmp_path / name
+        out.mkdir()
+        env = os.environ | {"OUT": str(out), "GPU_WORK": str(tmp_path / f"{name}-work"), "GPU_BUNDLE": str(bundle)}
+        env |= {"PYTHON": sys.executable, "HARNESS_CACHE_DIR": str(tmp_path / "cache"), "SEEDS": seeds}
+        command = ["bash", str(BENCHMARKS / "gpu_forum_run.sh"), "--preset", "cpu", "--steps", "2", "--device", "cpu"]
+        command += ["--transfer", "cmcc"]
+        return subprocess.run(command, cwd=BENCHMARKS.parent, env=env, capture_output=True, text=True), out
+
+    done, out = device_call("OUT", "0 1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(path.name for path in out.iterdir()) == [
-        "log.txt", "pretraining-seed0.json", "result-seed0.json", "summary.md"
+        "log.txt", "pretraining-seed0.json", "pretraining-seed1.json", "result-seed0.json", "result-seed1.json",
+        "summary.md",
     ]  # fmt: skip
-    manifest = json.loads((out / "pretraining-seed0.json").read_text())
+    manifest = json.loads((out / "pretraining-seed1.json").read_text())
     assert manifest["settings"]["steps"] == 2 and manifest["excluded"]["sets"] == [
-        str(tmp_path / "work" / "sets" / "forum-seed0")
+        str(tmp_path / "OUT-work" / "sets" / "forum-seed1")
     ]
-    auc = json.loads((out / "result-seed0.json").read_text())["scores"]["auc"]
-    assert (
-        f"| {auc:.3f} |" in (out / "summary.md").read_text() and "cmcc (transfer)" in (out / "summary.md").read_text()
-    )
+    table = (out / "summary.md").read_text()
+    for seed in (0, 1):
+        auc = json.loads((out / f"result-seed{seed}.json").read_text())["scores"]["auc"]
+        assert f"| {seed} | " in table and f"| {auc:.3f} |" in table
+    assert "| 0,1 |" in table and "cmcc (transfer)" in table  # the table over both seeds, and the transfer's
     for name in ("train/pairs.jsonl", "test/truth.jsonl", "pair_origins.jsonl"):  # the CMCC set, as it was
-        assert (tmp_path / "work" / "sets" / "cmcc-seed0" / name).read_bytes() == (
-            sets / "cmcc-seed0" / name
+        assert (tmp_path / "OUT-work" / "sets" / "cmcc-seed1" / name).read_bytes() == (
+            sets / "cmcc-seed1" / name
         ).read_bytes()
+
+    # seed 2 has no set in the bundle: the call fails there, and seed 0's files are already out
+    failed, out = device_call("STOPPED", "0 2")
+    assert failed.returncode != 0 and "forum-seed2" in failed.stdout + failed.stderr
+    assert {"pretraining-seed0.json", "result-seed0.json", "summary.md", "log.txt"} == {p.name for p in out.iterdir()}
 
 
 def test_weights_round_trip_rounded_with_unused_rows_zero_and_buffers_exact(tmp_path: Path) -> None:
