@@ -37,12 +37,8 @@ def pretrain(args: argparse.Namespace, jobs: int, folder: Path) -> dict[str, flo
         command += ["--band-repeats", str(args.band_repeats)]
     for view in args.band_views:
         command += ["--band-view", view]
-    for option in (
-        "steps",
-        "dimensions",
-        "char_features",
-        "word_features",
-    ):  # the encoder's size: defaults unless given
+    # the steps and the style space's size: the command's defaults unless given
+    for option in ("steps", "dimensions", "char_features", "word_features"):
         if getattr(args, option):
             command += ["--" + option.replace("_", "-"), str(getattr(args, option))]
     log = open(folder.with_suffix(".log"), "w", encoding="utf-8")  # noqa: SIM115 - closed below

@@ -32,13 +32,13 @@ import json
 import lzma
 import shutil
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project's packages, run from anywhere
+from core.files import staged_folder  # noqa: E402
 
 POST_FIELDS = ("post_id", "author", "thread_id", "subforum", "kind", "text")  # what pretraining_corpus reads
 MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
@@ -204,7 +204,7 @@ def pack(args: argparse.Namespace) -> None:
     kept_rows = used_token_ids(args.model, [*texts.values(), *other_texts])
     weights, layout = pack_weights(args.model, kept_rows)
     posts_data = "".join(json.dumps(post, ensure_ascii=False) + "\n" for post in posts).encode("utf-8")
-    with new_folder(out) as staging:
+    with staged_folder(out, new=True) as staging:
         write_bundle(args, staging, weights, posts_data, packed_sets, layout, len(posts))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     rows = layout_rows(layout)
@@ -227,19 +227,6 @@ def travelling_tree() -> int | None:
     if listed.returncode != 0:
         return None
     return sum((root / name).stat().st_size for name in listed.stdout.decode().split("\0") if (root / name).is_file())
-
-
-@contextmanager
-def new_folder(out: Path) -> Iterator[Path]:
-    """A staging folder beside `out` that becomes `out` when the block ends well, and goes when it does not."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        yield staging
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def write_bundle(
@@ -279,7 +266,7 @@ def unpack(args: argparse.Namespace) -> None:
     posts_data = lzma.decompress((bundle / "posts.jsonl.xz").read_bytes())
     if sha256(posts_data) != manifest["posts_sha256"]:
         raise SystemExit(f"{bundle}/posts.jsonl.xz: unpacked posts differ from the packed ones (sha256)")
-    with new_folder(out) as staging:
+    with staged_folder(out, new=True) as staging:
         (staging / "posts").mkdir()
         (staging / "posts" / "posts.jsonl").write_bytes(posts_data)
         texts = {post["post_id"]: post["text"] for post in map(json.loads, posts_data.decode("utf-8").splitlines())}
@@ -311,7 +298,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.verb == "pack":
         if args.model is None:
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
             from toolkit.pretrained import resolve_encoder
 
             args.model = Path(resolve_encoder(None))

@@ -254,21 +254,31 @@ def swap_folder(staged: Path, target: Path) -> Path | None:
     return set_aside
 
 
+def refuse_used_folder(folder: Path) -> None:
+    """A folder to be written new: one that exists with anything in it is refused (nothing is overwritten)."""
+    if Path(folder).exists() and any(Path(folder).iterdir()):
+        raise HarnessError(f"{folder} exists and is not empty; name a new folder (nothing is overwritten)")
+
+
 @contextlib.contextmanager
-def staged_folder(target: Path) -> Iterator[Path]:
+def staged_folder(target: Path, *, new: bool = False) -> Iterator[Path]:
     """Yield an empty staging folder beside `target`; on a clean exit it replaces `target` whole, else it goes.
 
+    `new`: `target` must be missing or empty, at the start and when the staging folder moves in (a long job gives
+    time for a folder to be filled there); then it is refused (`refuse_used_folder`) and nothing is replaced.
     The OS refusing a write into it (disk full, file too large) is an OutputError naming `target`, after the staging
     folder is gone: `target` stays as it was.
     """
     target = Path(target)
+    if new:
+        refuse_used_folder(target)
     try:
         staging = staging_folder(target, STAGED_SUFFIX)
     except OSError as error:
         raise OutputError(target, error) from None
     try:
         yield staging
-        set_aside = swap_folder(staging, target)
+        set_aside = _move_into_new(staging, target) if new else swap_folder(staging, target)
     except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
         if is_write_error(error, staging, target):
@@ -276,6 +286,17 @@ def staged_folder(target: Path) -> Iterator[Path]:
         raise
     if set_aside is not None:
         shutil.rmtree(set_aside, ignore_errors=True)
+
+
+def _move_into_new(staged: Path, target: Path) -> None:
+    """Rename `staged` onto a missing or empty `target`; one filled meanwhile makes the rename fail, so it stays."""
+    refuse_used_folder(target)
+    try:
+        os.replace(staged, target)
+    except OSError as error:
+        if error.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled between the check and the rename
+            refuse_used_folder(target)
+        raise
 
 
 def find_temporaries(folder: Path, temporaries: Iterable[tuple[str, str]]) -> list[Path]:

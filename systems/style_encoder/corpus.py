@@ -201,9 +201,3 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
         source=str(path),
         left_out=left_out,
     )
-
-
-def refuse_used_folder(out_dir: Path) -> None:
-    """A pre-training writes a new folder: one that exists with anything in it is refused (nothing is overwritten)."""
-    if Path(out_dir).exists() and any(Path(out_dir).iterdir()):
-        raise HarnessError(f"{out_dir} exists and is not empty; name a new folder (nothing is overwritten)")

@@ -33,10 +33,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from core.errors import HarnessError
-from core.files import sha256_files, staged_folder
+from core.files import refuse_used_folder, sha256_files, staged_folder
 from core.progress import Progress
 from systems.style_encoder.band_folds import FOLDS_FILE, fold_folders
-from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, refuse_used_folder
+from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 from systems.style_encoder.pretraining import PairSampler, StylePretraining, pair_auc, symmetric_info_nce
 from toolkit.style_space import Basis, StyleSpace, fit_basis, within_author_whitening
 
@@ -361,8 +361,7 @@ def write_ngram_style(
     """The model and its manifest into the new folder `out_dir`, whole or not at all; with `band_folds` (the folds'
     record and each fold's models and manifests, fold by fold and repeat by repeat, `systems.style_encoder.band_folds`)
     each fold encoder's in its own subfolder."""
-    refuse_used_folder(out_dir)  # again: long pre-trainings give time for a folder to appear there
-    with staged_folder(Path(out_dir)) as staging:
+    with staged_folder(Path(out_dir), new=True) as staging:  # new: long pre-trainings give time for one to appear
         _write_files(staging, model, manifest)
         if band_folds is not None:
             record, models = band_folds

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from core.errors import HarnessError
-from core.files import sha256_files, staged_folder
+from core.files import refuse_used_folder, sha256_files, staged_folder
 from core.progress import Progress
-from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, refuse_used_folder
+from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 from toolkit.pretrained import resolve_encoder
 
 logger = logging.getLogger("harness")
@@ -294,8 +294,7 @@ def pretrain_style_encoder(
         "use": f"--param encoder.model={out_dir} --param encoder.layers=[{model.config.num_hidden_layers}]",
     }
     model.eval()
-    refuse_used_folder(out_dir)  # again: a GPU-sized pre-training gives time for a folder to appear there
-    with staged_folder(out_dir) as staging:
+    with staged_folder(out_dir, new=True) as staging:  # new: a GPU-sized pre-training gives time for one to appear
         model.to("cpu").save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

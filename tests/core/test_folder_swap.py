@@ -65,3 +65,25 @@ def test_a_swap_onto_nothing_is_a_rename(tmp_path: Path) -> None:
     (staged / "a.txt").write_text("a")
     assert swap_folder(staged, tmp_path / "run") is None
     assert contents(tmp_path / "run") == {"a.txt": "a"} and not staged.exists()
+
+
+def test_a_new_folder_is_never_written_over_even_one_filled_while_staging(tmp_path: Path) -> None:
+    from core.errors import HarnessError
+
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "notes.txt").write_text("keep me")
+    with pytest.raises(HarnessError, match="not empty"), staged_folder(used, new=True):
+        pass  # refused before anything is staged
+    target = tmp_path / "model"
+    with pytest.raises(HarnessError, match="not empty"), staged_folder(target, new=True) as staging:
+        (staging / "config.json").write_text("new")
+        target.mkdir()  # a user's folder appears while the long job writes
+        (target / "notes.txt").write_text("keep me")
+    assert contents(target) == {"notes.txt": "keep me"} and contents(used) == {"notes.txt": "keep me"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "used"]  # no staging left
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with staged_folder(empty, new=True) as staging:  # an empty folder is taken, as a missing one is
+        (staging / "config.json").write_text("new")
+    assert contents(empty) == {"config.json": "new"}
