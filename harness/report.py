@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from core.errors import HarnessError
-from core.files import atomic_write, folder_temporaries, staged_folder, sweeping
+from core.files import atomic_write, folder_temporaries, refuse_used_folder, staged_folder, sweeping
 from harness.leaderboard import FORMATS, build_summaries, build_tables, escape, find_runs, render, render_summaries
 from harness.plotting import plot_all
 from harness.report_html import render_html
@@ -28,16 +27,16 @@ def write_report(
     include_format_samples: bool = False,
 ) -> Path:
     """Write tables/, plots/, index.md and index.html (the same, self-contained, with each run's provenance)
-    into out_dir (which must be new or empty); return index.md. The summary table (systems x datasets, see
-    `build_summaries`: `datasets` picks and orders its columns) comes first, in tables/summary.* and both indexes.
+    into out_dir (which must be new or empty, also when the report moves in); return index.md. The summary table
+    (systems x datasets, see `build_summaries`: `datasets` picks and orders its columns) comes first, in
+    tables/summary.* and both indexes.
 
     The report is written into a staging folder beside out_dir and moved into place whole: a failure or a kill
     leaves no half report (and what a killed report left there is removed by the next). A run without its
     details.jsonl has no curves: it is left out of the figures, with a note saying so.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise HarnessError(f"{out_dir} is not empty; choose a new folder for the report")
+    refuse_used_folder(out_dir)  # before the work; staged_folder(new=True) checks again when the report moves in
     runs = find_runs(results)
     for run in runs:  # an edited details file is refused before the first file is written
         run.result.check_details()
@@ -50,7 +49,7 @@ def write_report(
     left_out = [run for run in runs if not (run.path.parent / DETAILS_NAME).is_file()]
     for run in left_out:
         logger.warning("%s: missing; %s is left out of the report's figures", run.path.parent / DETAILS_NAME, run.path)
-    with sweeping(out_dir, folder_temporaries(out_dir.name)), staged_folder(out_dir) as stage:
+    with sweeping(out_dir, folder_temporaries(out_dir.name)), staged_folder(out_dir, new=True) as stage:
         _write(stage, results, runs, plotted, left_out, tables, summaries)
     return out_dir / "index.md"
 

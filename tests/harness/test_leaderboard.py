@@ -288,3 +288,21 @@ def test_intervals_and_significance_log_progress_while_they_resample(tmp_path: P
         and intervals[-1].startswith("bootstrap intervals, ranks: 300/300 resamples (100%)")
     )
     assert len(tests) > 3 and "/200 rounds (" in tests[0] and ", took " in tests[-1]
+
+
+def test_a_report_folder_filled_while_the_report_is_written_is_kept(pan20_results: Path, tmp_path: Path, monkeypatch):
+    import harness.report
+
+    report, written = tmp_path / "report", harness.report._write
+
+    def write_while_a_user_fills_the_folder(stage: Path, *args) -> None:
+        written(stage, *args)
+        report.mkdir()
+        (report / "mine.txt").write_text("a user's file\n", encoding="utf-8")
+
+    monkeypatch.setattr(harness.report, "_write", write_while_a_user_fills_the_folder)
+    with pytest.raises(HarnessError, match="not empty"):
+        harness.report.write_report([pan20_results], report, ci=False, significance=False, resamples=30)
+    assert sorted(p.name for p in report.iterdir()) == ["mine.txt"]
+    assert (report / "mine.txt").read_text(encoding="utf-8") == "a user's file\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]  # no staging folder left beside it
