@@ -72,14 +72,19 @@ def check_truth_ids(
 ) -> None:
     """Every problem has truth and every truth id is a problem; otherwise a DataError naming the truth file and id."""
     ids = {p.id for p in problems}
-    for problem_id, line in truth_lines.items():
-        if problem_id not in ids:
-            raise DataError(
-                f"truth for unknown problem {problem_id!r} (not in {problems_source})",
-                path=truth_path,
-                line=line,
-                field="id",
-            )
+    absent = sorted((line, problem_id) for problem_id, line in truth_lines.items() if problem_id not in ids)
+    if absent:
+        line, problem_id = absent[0]
+        named = ", ".join(name for _, name in absent[:4]) + (", ..." if len(absent) > 4 else "")
+        raise DataError(
+            f"truth for unknown problem {problem_id!r} (not in {problems_source}); {len(absent)} of the truth's "
+            f"{len(truth_lines)} entries name problems that are not there ({named}). A part of a corpus needs a "
+            "truth file of its own problems only (PAN 2013's truth.txt lists its English, Greek and Spanish "
+            "problems together): copy the folder and keep the lines of the problems it holds",
+            path=truth_path,
+            line=line,
+            field="id",
+        )
     for problem in problems:
         if problem.id not in truth:
             raise DataError(f"no truth for problem {problem.id!r} (in {problems_source})", path=truth_path, field="id")

@@ -713,3 +713,32 @@ def test_classic_real_essays_train_and_test_share_texts(
     assert data["shared_texts"] == 143
     assert data["test_problems_sharing_a_text"] == 77
     assert any("shared_texts = 143" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+
+
+def test_classic_real_pan13_truth_naming_absent_problems_says_what_to_do(tmp_path: Path) -> None:
+    """PAN13's English archive keeps the truth.txt that also lists its Greek and Spanish problems: a run on it as
+    shipped is refused at the first such line, with how many there are and what a part of a corpus needs."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    archive = SHARED / "pan13-av-en.tar.gz"
+    if not archive.is_file():
+        pytest.skip(f"real PAN data not found at {archive} (set HARNESS_SHARED_DATA)")
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path / "pan13", filter="data")
+    (train,) = (tmp_path / "pan13" / "train").iterdir()
+    (test,) = (tmp_path / "pan13" / "test").iterdir()
+    lines = train.joinpath("truth.txt").read_text(encoding="utf-8-sig").splitlines()
+    absent = [(n, line.split()[0]) for n, line in enumerate(lines, 1) if line.strip()
+              and not (train / line.split()[0]).is_dir()]  # fmt: skip
+    assert len(absent) >= 2 and absent[0][1] == "GR01"  # as shipped: the Greek and Spanish lines, folders absent
+    args = ["run", "--system", "length_ratio", "--task", "pan-classic", "--train", str(train), "--test", str(test)]
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "runs")])
+    assert result.exit_code != 0
+    said = " ".join(result.output.split())
+    assert f"{train / 'truth.txt'}:{absent[0][0]}: field 'id': truth for unknown problem 'GR01'" in said
+    total = sum(1 for line in lines if line.strip())
+    assert f"{len(absent)} of the truth's {total} entries name problems that are not there (GR01, GR02" in said
+    assert "copy the folder and keep the lines of the problems it holds" in said
+    assert not (tmp_path / "runs").exists()  # refused before anything was written
