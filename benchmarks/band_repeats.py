@@ -15,6 +15,15 @@ as m grows: the column "bound" is that limit's AUC, what no number of seed repea
 
 `--encoders` and `--set` pair up in order, each with its `--seed` (the set's seed: it seeds the band rows as the
 verifier does). Prints a markdown table, one row a folder.
+
+`--frozen-view --posts POSTS` adds one encoder a fold that sees a post as a frozen transformer does (a screen, not a
+harness option; benchmarks/README.md, "Other views a band fold"): encoder_wccn's vector of the post (the [CLS] of the
+encoder's lower layers, averaged over chunks, L2 per layer, side by side; `--frozen-encoder`, by default the offline
+all-MiniLM-L6-v2) in place of the n-gram basis, and on it the n-gram encoder's own pipeline unchanged (PCA to its
+dimensions, centring, within-author whitening, the projection, its batches, loss and early stopping), pre-trained
+on at most `--view-posts-per-author` posts an author (drawn with the seed) without the set's test side and the
+fold's training authors. The table then also gives the band pairs' AUC of the other encoders' mean, with the view
+added, and with a logistic weight on the two fitted on the other folds' band rows (out of fold).
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import itertools
 import json
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -73,8 +82,101 @@ def repeats_curve(standardised: np.ndarray, folds: np.ndarray, labels: np.ndarra
     }
 
 
-def folder_curve(encoders: Path, set_folder: Path, seed: int) -> dict[str, Any]:
-    """The curve of one band-fold encoder folder on its set's training split."""
+class FrozenView(NamedTuple):
+    """What `--frozen-view` pre-trains a fold (see the module docstring)."""
+
+    posts: Path
+    encoder: str | None  # a model name or folder; None: the offline all-MiniLM-L6-v2
+    posts_per_author: int
+    cache_dir: Path | None  # the feature cache (`toolkit.layer_features`); None: its default
+    steps: int = 3000  # the n-gram encoder's default
+
+
+def frozen_view_encoders(view: FrozenView, record: dict[str, Any], set_folder: Path, seed: int) -> list[Any]:
+    """One frozen-view encoder a fold of `record`, each pre-trained without the set's test side and its fold's
+    training authors (`band_folds.training_pair_folds`, the same folds as the folder's)."""
+    import copy
+    from unittest import mock
+
+    import systems.style_encoder.ngram as ngram
+    from systems.style_encoder.band_folds import training_pair_folds
+    from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, excluded_by_sets, pretraining_corpus
+    from toolkit.layer_features import LayerFeatures, lower_layers
+
+    extractor = LayerFeatures(view.encoder, max_chunks=32, device="cpu", mixed_precision=False,
+                              cache_dir=view.cache_dir)  # fmt: skip
+    vectors: dict[str, np.ndarray] = {}
+
+    def vectors_of(texts: list[str]) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if text not in vectors]
+        arrays = extractor.features(missing, desc="frozen view: encoding posts") if missing else []
+        for text, array in zip(missing, arrays, strict=True):
+            layers = array[:, lower_layers(array.shape[1] - 1), :].astype(np.float64).mean(axis=0)
+            norms = np.maximum(np.linalg.norm(layers, axis=1, keepdims=True), 1e-12)
+            vectors[text] = (layers / norms).ravel().astype(np.float32)
+        return np.stack([vectors[text] for text in texts]).astype(np.float64)
+
+    class FrozenBasis:  # in place of the n-gram basis: a PCA of the frozen vectors of the basis sample
+        def __init__(self, texts: list[str], dimensions: int, **_: Any) -> None:
+            x = vectors_of(texts)
+            self.mean = x.mean(axis=0)
+            self.components = np.linalg.svd(x - self.mean, full_matrices=False)[2][:dimensions]
+
+        def reduce(self, texts: list[str], desc: str | None = None) -> np.ndarray:
+            return (vectors_of(texts) - self.mean) @ self.components.T
+
+    parts, _ = training_pair_folds(set_folder, len(record["folds"]), seed=seed)
+    if [sorted(pair_ids) for pair_ids, _ in parts] != [sorted(fold["pair_ids"]) for fold in record["folds"]]:
+        raise SystemExit(f"{set_folder} with seed {seed} does not give the folder's band folds")
+    everyone = pretraining_corpus(view.posts, Exclusions())
+    rng = np.random.default_rng(seed)
+    sample = {posts[i] for posts in everyone.texts
+              for i in rng.choice(len(posts), min(view.posts_per_author, len(posts)), replace=False)}  # fmt: skip
+    test_side = excluded_by_sets([set_folder])
+    models = []
+    for pair_ids, fold_part in parts:
+        exclusions = copy.deepcopy(test_side)
+        exclusions.merge(fold_part)
+        corpus = pretraining_corpus(view.posts, exclusions)
+        kept: dict[str, list[Any]] = {"authors": [], "texts": [], "kinds": [], "threads": [], "communities": []}
+        columns_of = zip(corpus.texts, corpus.kinds, corpus.threads, corpus.communities, strict=True)
+        for author, columns in zip(corpus.authors, columns_of, strict=True):
+            rows = [i for i, text in enumerate(columns[0]) if text in sample]
+            if len(rows) >= 2:
+                kept["authors"].append(author)
+                for name, column in zip(("texts", "kinds", "threads", "communities"), columns, strict=True):
+                    kept[name].append([column[i] for i in rows])
+        sampled = PretrainingCorpus(**kept, source=corpus.source, left_out=corpus.left_out)
+        settings = ngram.NgramStylePretraining(seed=seed, steps=view.steps)
+        with mock.patch.object(ngram, "fit_basis", FrozenBasis):
+            model, manifest = ngram.pretrain_ngram_style(sampled, exclusions, None, settings)
+        auc = manifest["held_out_pair_auc"]
+        print(f"frozen view, fold of {len(pair_ids)} pairs: {sampled.posts} posts of {len(sampled.authors)} authors; "
+              f"held-out authors' pair AUC {auc['whitened']:.3f} whitened, {auc['kept']:.3f} at step "
+              f"{auc['kept_step']}")  # fmt: skip
+        models.append(model)
+    return models
+
+
+def weighted_view_auc(standardised: np.ndarray, folds: np.ndarray, labels: np.ndarray) -> float:
+    """Band pairs' AUC of a logistic weight on [the other encoders' mean, the last encoder], each fold's rows scored
+    by the model fitted on the other folds' rows."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+
+    x = np.column_stack([standardised[:-1].mean(axis=0), standardised[-1]])
+    scores = np.zeros(len(labels))
+    for k in np.unique(folds):
+        model = LogisticRegression().fit(x[folds != k], labels[folds != k])
+        scores[folds == k] = model.decision_function(x[folds == k])
+    return float(roc_auc_score(labels, scores))
+
+
+def folder_curve(encoders: Path, set_folder: Path, seed: int, view: FrozenView | None = None) -> dict[str, Any]:
+    """The curve of one band-fold encoder folder on its set's training split (with `view`: one frozen-view encoder
+    added to each fold)."""
+    from sklearn.metrics import roc_auc_score
+
     from harness.runner import make_task
     from systems.style_encoder.band_folds import band_cosines, fold_folders, read_folds
     from systems.style_encoder.ngram import load_ngram_style
@@ -87,6 +189,12 @@ def folder_curve(encoders: Path, set_folder: Path, seed: int) -> dict[str, Any]:
     train = make_task("pan23", {}).load_split(set_folder / "train", "train")
     labels = training_labels(train)
     models = [[load_ngram_style(encoders / name)[0] for name in fold_folders(fold)] for fold in record["folds"]]
+    if view is not None:
+        for fold_models, model in zip(models, frozen_view_encoders(view, record, set_folder, seed), strict=True):
+            fold_models.append(model)
+        record = json.loads(json.dumps(record))
+        for fold in record["folds"]:
+            fold["folders"] = [*fold["folders"], "frozen"]
 
     def cosines(problems: Any, k: int, r: int) -> np.ndarray:
         texts = distinct_texts(problems)
@@ -95,7 +203,15 @@ def folder_curve(encoders: Path, set_folder: Path, seed: int) -> dict[str, Any]:
     band = band_cosines(train.problems, labels, record, cosines, seed=seed, where=encoders)
     # each encoder of a fold by its folder's ending: "1", "2", ... the seed repeats, "char", "char-2" ... the views
     names = [name.removeprefix("band-fold-1").lstrip("-") or "1" for name in fold_folders(record["folds"][0])]
+    names = [name if name != "frozen" else "frozen view" for name in names]
     curve = repeats_curve(band.standardised, band.folds, labels[band.rows])
+    if view is not None:
+        y, z = labels[band.rows], band.standardised
+        curve["view"] = {
+            "others": float(roc_auc_score(y, z[:-1].mean(axis=0))),
+            "with_view": float(roc_auc_score(y, z.mean(axis=0))),
+            "weighted": weighted_view_auc(z, band.folds, y),
+        }
     return curve | {"rows": len(band.rows), "encoders": names}
 
 
@@ -123,6 +239,11 @@ def table(rows: list[tuple[Path, dict[str, Any]]]) -> str:
         singles = ", ".join(f"{name} {auc:.3f}" for name, auc in zip(names, curve["aucs"][1], strict=True))
         pairs = ", ".join(f"{names[a]}-{names[b]} {rho:.2f}" for (a, b), rho in curve["pair_rho"].items())
         lines.append(f"| {folder} | {singles} | {pairs} |")
+    for folder, curve in rows:
+        if "view" in curve:
+            view = curve["view"]
+            lines += ["", f"{folder}, frozen view: the other encoders' mean {view['others']:.4f}, with the view added "
+                      f"{view['with_view']:.4f}, with a weight fitted out of fold {view['weighted']:.4f}"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -132,10 +253,20 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--set", type=Path, nargs="+", required=True, dest="sets")
     parser.add_argument("--seed", type=int, nargs="+", required=True, dest="seeds")
     parser.add_argument("--json", type=Path, help="also write the curves here")
+    parser.add_argument("--frozen-view", action="store_true", help="add a frozen-transformer encoder to each fold")
+    parser.add_argument("--posts", type=Path, help="with --frozen-view: the posts to pre-train it on")
+    parser.add_argument("--frozen-encoder", help="with --frozen-view: a model name or folder (default: MiniLM)")
+    parser.add_argument("--view-posts-per-author", type=int, default=15)
+    parser.add_argument("--cache-dir", type=Path, help="with --frozen-view: the feature cache")
     args = parser.parse_args(argv)
     if not len(args.encoders) == len(args.sets) == len(args.seeds):
         parser.error("give as many --set and --seed values as --encoders folders")
-    rows = [(folder, folder_curve(folder, set_folder, seed))
+    if args.frozen_view and args.posts is None:
+        parser.error("--frozen-view needs --posts (what its encoders are pre-trained on)")
+    view = None
+    if args.frozen_view:
+        view = FrozenView(args.posts, args.frozen_encoder, args.view_posts_per_author, args.cache_dir)
+    rows = [(folder, folder_curve(folder, set_folder, seed, view))
             for folder, set_folder, seed in zip(args.encoders, args.sets, args.seeds, strict=True)]  # fmt: skip
     if args.json is not None:
         curves = {str(folder): curve | {"pair_rho": list(curve["pair_rho"].values())} for folder, curve in rows}

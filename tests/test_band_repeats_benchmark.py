@@ -74,3 +74,57 @@ def test_on_real_posts_the_full_row_is_the_verifiers_band(
     with pytest.raises(SystemExit):
         script.main(["--encoders", str(encoders), "--set", str(pairs), "--seed", "0", "1"])
     assert "as many --set and --seed values" in capsys.readouterr().err
+
+
+def test_a_frozen_view_encoder_a_fold_learns_without_the_test_side_and_its_fold(forum_slice: Path, tmp_path: Path):
+    """`--frozen-view`: one more encoder a fold, on a frozen transformer's vectors instead of the n-gram basis, learnt
+    from at most N posts an author without the set's test side and the fold's training authors; the table's "others"
+    is the folder's own band (the verifier's), and "with the view" the mean of all encoders a fold."""
+    pytest.importorskip("torch")
+    from unittest import mock
+
+    from click.testing import CliRunner
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    import systems.style_encoder.ngram as ngram
+    from harness.cli import main
+    from systems.style_encoder.band_folds import read_folds, training_pair_folds
+    from systems.style_encoder.corpus import excluded_by_sets
+    from systems.style_encoder.verifier import NgramStyle
+    from tasks.pairs import build_pairs
+    from tasks.pan.pan23 import Pan23Task
+
+    pairs = tmp_path / "set"
+    build_pairs("forum", forum_slice, pairs, pairs=60, seed=0)
+    encoders = tmp_path / "encoders"
+    args = ["pretrain-style", str(forum_slice), str(encoders), "--encoder", "ngram", "--steps", "20"]
+    args += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]
+    done = CliRunner().invoke(main, [*args, "--exclude-test-of", str(pairs), "--band-folds", "2"])
+    assert done.exit_code == 0, done.output
+    tiny = make_tiny_encoder(tmp_path / "tiny", layers=3, hidden=16)
+
+    script = _script()
+    corpora, pretrain = [], ngram.pretrain_ngram_style
+
+    def spy(corpus, *args, **kwargs):
+        corpora.append(corpus)
+        return pretrain(corpus, *args, **kwargs)
+
+    view = script.FrozenView(forum_slice, str(tiny), 3, tmp_path / "cache", steps=40)
+    with mock.patch.object(ngram, "pretrain_ngram_style", spy):
+        curve = script.folder_curve(encoders, pairs, 0, view)
+    assert curve["encoders"] == ["1", "frozen view"] and len(corpora) == 2
+    test_side = excluded_by_sets([pairs])
+    parts, _ = training_pair_folds(pairs, 2, seed=0)
+    for corpus, (_, fold) in zip(corpora, parts, strict=True):
+        authors = set(corpus.authors)
+        assert authors and not authors & (test_side.authors | fold.authors)
+        assert not {thread for threads in corpus.threads for thread in threads} & (test_side.groups | fold.groups)
+        assert max(map(len, corpus.texts)) <= 3 and min(map(len, corpus.texts)) >= 2
+    system = NgramStyle(model=str(encoders), grid_step=0.05)
+    system.fit(Pan23Task().load(pairs, "train"), seed=0)
+    assert curve["view"]["others"] == pytest.approx(system.info["band_scores_auc"])  # the folder's own band
+    assert curve["view"]["with_view"] == pytest.approx(curve["aucs"][2][0])
+    assert 0 <= curve["view"]["weighted"] <= 1 and read_folds(encoders)["folds"][0]["folders"] == ["band-fold-1"]
+    text = script.table([(encoders, curve)])
+    assert f"with the view added {curve['view']['with_view']:.4f}" in text and "frozen view 0." in text
