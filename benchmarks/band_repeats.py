@@ -194,7 +194,7 @@ def folder_curve(encoders: Path, set_folder: Path, seed: int, view: FrozenView |
             fold_models.append(model)
         record = json.loads(json.dumps(record))
         for fold in record["folds"]:
-            fold["folders"] = [*fold["folders"], "frozen"]
+            fold["folders"] = [*fold_folders(fold), "frozen"]
 
     def cosines(problems: Any, k: int, r: int) -> np.ndarray:
         texts = distinct_texts(problems)
