@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project's packages, run from anywhere
-from core.files import staged_folder  # noqa: E402
+from core.files import find_data_file, staged_folder  # noqa: E402
 
 POST_FIELDS = ("post_id", "author", "thread_id", "subforum", "kind", "text")  # what pretraining_corpus reads
 MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
@@ -53,11 +53,8 @@ def sha256(data: bytes) -> str:
 
 
 def read_posts(posts: Path) -> list[dict[str, Any]]:
-    """The records of posts.jsonl[.gz], or of the one in folder `posts`."""
-    candidates = [posts] if posts.is_file() else [posts / "posts.jsonl.gz", posts / "posts.jsonl"]
-    path = next((candidate for candidate in candidates if candidate.is_file()), None)
-    if path is None:
-        raise SystemExit(f"{posts}: no posts.jsonl[.gz] there")
+    """The records of posts.jsonl[.gz], or of the one in folder `posts` (found as pre-training finds it)."""
+    path = posts if posts.is_file() else find_data_file(posts, "posts.jsonl")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]

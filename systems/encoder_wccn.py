@@ -31,7 +31,7 @@ from core.records import VerificationData, VerificationProblem
 from harness.params import build
 from toolkit.calibration import cross_fitted_scores, fit_then_score
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
-from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
+from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig, text_vector
 from toolkit.pretrained import identity_matches
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors, within_author_whitening
 from toolkit.verifier import CalibratedVerifier
@@ -192,12 +192,7 @@ class EncoderWccn(CalibratedVerifier):
     def _text_vectors(self, texts: Sequence[str], *, desc: str) -> list[np.ndarray]:
         """Each text's layer vectors, averaged over its chunks, L2-normalised per layer, side by side (float64)."""
         assert self._layers is not None
-        vectors = []
-        for features in self.extractor().features(texts, desc=desc):
-            layers = features[:, self._layers, :].astype(np.float64).mean(axis=0)  # (layers, hidden)
-            norms = np.linalg.norm(layers, axis=1, keepdims=True)
-            vectors.append((layers / np.maximum(norms, 1e-12)).ravel())
-        return vectors
+        return [text_vector(features, self._layers) for features in self.extractor().features(texts, desc=desc)]
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(1 + cosine) / 2 of each problem's whitened known (mean) and unknown vectors."""

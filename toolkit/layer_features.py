@@ -132,6 +132,14 @@ def lower_layers(num_layers: int) -> list[int]:
     return list(range(1, max(1, math.ceil(2 * num_layers / 3)) + 1))
 
 
+def text_vector(features: np.ndarray, layers: Sequence[int]) -> np.ndarray:
+    """A text's vector from its `(chunks, layers + 1, hidden)` features: the [CLS] vectors of `layers` averaged over
+    its chunks, each L2-normalised (so no layer outweighs another by its scale), side by side (float64)."""
+    pooled = features[:, list(layers), :].astype(np.float64).mean(axis=0)  # (layers, hidden)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).ravel()
+
+
 class LayerFeatures:
     """Per-chunk [CLS] vectors of all layers of a frozen encoder, with a disk cache.
 
