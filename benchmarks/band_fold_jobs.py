@@ -59,8 +59,8 @@ def pretrain(args: argparse.Namespace, jobs: int, folder: Path) -> dict[str, flo
 
 
 def embeddings(folder: Path, texts: list[str]) -> dict[str, np.ndarray]:
-    from systems.style_encoder.band_folds import fold_folders, read_folds
     from systems.style_encoder.ngram import load_ngram_style
+    from toolkit.band_folds import fold_folders, read_folds
 
     names = ["."] + [name for fold in read_folds(folder)["folds"] for name in fold_folders(fold)]
     return {name: load_ngram_style(folder / name)[0].embed(texts) for name in names}

@@ -176,8 +176,8 @@ def folder_curve(encoders: Path, set_folder: Path, seed: int, view: FrozenView |
     from sklearn.metrics import roc_auc_score
 
     from harness.runner import make_task
-    from systems.style_encoder.band_folds import band_cosines, fold_folders, read_folds
     from systems.style_encoder.ngram import load_ngram_style
+    from toolkit.band_folds import band_cosines, fold_folders, read_folds
     from toolkit.calibration import training_labels
     from toolkit.style_space import cosine_scores, distinct_texts
 

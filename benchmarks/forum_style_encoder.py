@@ -46,6 +46,7 @@ def pretrain_command(args: argparse.Namespace, seed: int) -> list[str]:
     else:
         command += ["--preset", args.preset, "--exclude-test-of", str(set_dir(args.sets, seed, FORUM))]
         given = [("--steps", args.steps), ("--model", args.model), ("--device", args.device)]
+        given.append(("--band-folds", args.band_folds))  # encoder_wccn then fits its band out of sample
     for option, value in (*given, ("--cross-kind-share", args.cross_kind_share)):
         if value is not None:
             command += [option, str(value)]
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--cross-kind-share", type=float, help="as `harness pretrain-style` takes it (default 0.5)")
     parser.add_argument(
-        "--band-folds", type=int, help="ngram: leave out the set's test side only, with this many band fold encoders"
+        "--band-folds", type=int, help="this many band fold encoders (ngram: then the set's test side only is left out)"
     )
     parser.add_argument("--band-repeats", type=int, help="ngram, with --band-folds: encoders a fold (default 1)")
     parser.add_argument(

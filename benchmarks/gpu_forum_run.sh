@@ -6,6 +6,8 @@
 # result. Each seed's files reach $OUT as soon as it is done, so a call stopped at its limit keeps the seeds before.
 #   run tool: command "bash benchmarks/gpu_forum_run.sh", carry [".gpu-bundle"], timeout_s 600
 #   a bundle packed with `--also cmcc` also takes `--transfer cmcc` (its table goes into summary.md)
+#   band folds (an out-of-sample band, four pre-trainings a seed: one seed fits a call): command
+#   "SEEDS=0 bash benchmarks/gpu_forum_run.sh --band-folds 3 --transfer cmcc"
 set -euo pipefail
 out=${OUT:?set OUT to the folder whose files come back}
 work=${GPU_WORK:-/tmp/gpu-work}

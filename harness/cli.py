@@ -526,9 +526,9 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
 @click.option(
     "--band-folds",
     type=click.IntRange(min=2),
-    help="--encoder ngram with one --exclude-test-of SET: K more encoders, each also without a K-th of SET's "
-    "training authors; on SET ngram_style fits its band on their scores of the authors each never saw and answers "
-    "with them (K + 1 pre-trainings).",
+    help="With one --exclude-test-of SET: K more encoders, each also without a K-th of SET's training authors; on "
+    "SET the verifier (ngram_style, encoder_wccn) fits its band on their scores of the authors each never saw and "
+    "answers with them (K + 1 pre-trainings).",
 )
 @click.option(
     "--band-repeats",
@@ -681,8 +681,14 @@ def pretrain_style_cmd(
     click.echo(
         f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
         f"{manifest['settings']['steps']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
-        f"{auc['before']} -> {auc['after']}"
+        f"{_auc(auc['before'])} -> {_auc(auc['after'])}"
     )
+    if "band_folds" in manifest:
+        folds = manifest["band_folds"]
+        click.echo(
+            f"band folds: {len(folds['pairs'])} encoders, a fold's without its {folds['pairs']} training pairs; "
+            f"held-out authors' pair AUC {', '.join(_auc(value) for value in folds['held_out_pair_auc'])}"
+        )
     if train_split_of in FORUM_ENCODER_SYSTEMS:  # the forum systems mean-pool unless told to read the trained [CLS]
         system = FORUM_ENCODER_SYSTEMS[train_split_of]
         click.echo(
@@ -695,6 +701,10 @@ def pretrain_style_cmd(
         click.echo(
             f"next: harness run --system encoder_wccn --task pan23 --data SET {manifest['use']} --param whiten=auto"
         )
+
+
+def _auc(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 @main.command("leaderboard")

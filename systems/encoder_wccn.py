@@ -12,6 +12,14 @@
    the abstain band is fitted on out-of-fold scores, each fold's centring, PCA and whitening fitted without the
    held-out problems (the encoder is frozen and sees no label, so its features are computed once).
 
+An encoder fine-tuned on forum posts with `harness pretrain-style --exclude-test-of SET` has learnt SET's training
+authors, so on SET those out-of-fold scores overstate how alike one author's texts look. Pre-trained with
+`--band-folds K` as well, its folder also holds K encoders, each without a K-th of SET's training authors
+(`toolkit.band_folds`). On SET they take the main encoder's place: fold k's encoder scores fold k's training pairs
+(authors it never saw) in a space (centring, PCA, whitening) fitted on the other folds' pairs, its scores are
+standardised by their mean and sd over those pairs, and the band is fitted on the logistic of that; a test problem's
+score is the logistic of the mean of the K encoders' standardised cosines. On any other set the main encoder answers.
+
 The layers are by default the lower two thirds of the encoder (`toolkit.layer_features.lower_layers`: 1-4 of
 all-MiniLM-L6-v2's 6), which hold more of how a text is written than of what it says. The
 authors come from the truth's names joined with what the problems say (`toolkit.style_space.text_authors`), so
@@ -21,20 +29,34 @@ PAN 2013-2015 data works too.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem
 from harness.params import build
+from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, read_folds
 from toolkit.calibration import cross_fitted_scores, fit_then_score
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig, text_vector
 from toolkit.pretrained import identity_matches
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors, within_author_whitening
 from toolkit.verifier import CalibratedVerifier
+
+
+class FoldSpace(NamedTuple):
+    """A band fold encoder (its subfolder of the model folder, the hash of its files) and what was fitted on its
+    vectors: the space's mean, PCA axes and whitening, and the scale (mean, sd) of its cosines of its fold's pairs."""
+
+    folder: str
+    identity: str
+    mean: np.ndarray
+    projection: np.ndarray
+    whitening: np.ndarray
+    scale: tuple[float, float]
 
 
 class EncoderWccn(CalibratedVerifier):
@@ -56,7 +78,7 @@ class EncoderWccn(CalibratedVerifier):
     """
 
     name: ClassVar[str] = "encoder_wccn"
-    FITTED: ClassVar[tuple[str, ...]] = ("_mean", "_band")
+    FITTED: ClassVar[tuple[str, ...]] = ("_band",)  # and a space: the main encoder's or the band folds' (`_folds`)
 
     def __init__(
         self,
@@ -88,6 +110,8 @@ class EncoderWccn(CalibratedVerifier):
         self._layers: list[int] | None = None
         self._encoder_identity: str | None = None
         self._extractor: LayerFeatures | None = None
+        self._folds: list[FoldSpace] = []  # band fold encoders, where they answer instead of the main encoder
+        self._fold_extractors: dict[str, LayerFeatures] = {}
         self._info: dict[str, Any] = {}
 
     @property
@@ -98,15 +122,25 @@ class EncoderWccn(CalibratedVerifier):
     def extractor(self) -> LayerFeatures:
         """The (lazily built) frozen-encoder feature extractor with its cache."""
         if self._extractor is None:
-            from toolkit.devices import resolve_device
-
-            self._extractor = self.encoder.build(
-                device=resolve_device(self.device),
-                mixed_precision=self.mixed_precision,
-                batch_size=self.encode_batch_size,
-                cache_dir=self.cache_dir,
-            )
+            self._extractor = self._build_extractor(self.encoder)
         return self._extractor
+
+    def fold_extractor(self, folder: str) -> LayerFeatures:
+        """The extractor of the band fold encoder in subfolder `folder` of the model folder (same chunks, layers)."""
+        if folder not in self._fold_extractors:
+            model = str(Path(str(self.encoder.model)) / folder)
+            self._fold_extractors[folder] = self._build_extractor(replace(self.encoder, model=model))
+        return self._fold_extractors[folder]
+
+    def _build_extractor(self, encoder: LayerFeaturesConfig) -> LayerFeatures:
+        from toolkit.devices import resolve_device
+
+        return encoder.build(
+            device=resolve_device(self.device),
+            mixed_precision=self.mixed_precision,
+            batch_size=self.encode_batch_size,
+            cache_dir=self.cache_dir,
+        )
 
     # -- fitting ---------------------------------------------------------------------------------------------------
 
@@ -115,6 +149,11 @@ class EncoderWccn(CalibratedVerifier):
 
         assert train.truth is not None  # training_labels checked it
         truth = train.truth
+        self._folds, self._mean, self._projection, self._whitening = [], None, None, None
+        folds = self._band_folds_for(train.problems)
+        if folds is not None:
+            self._fit_fold_encoders(train, labels, folds, seed=seed)
+            return
         extractor = self.extractor()
         self._layers = self.encoder.layer_indices(extractor.num_layers)
         self._encoder_identity = extractor.identity
@@ -154,6 +193,78 @@ class EncoderWccn(CalibratedVerifier):
         if by_whiten:
             self._info["out_of_fold_auc_by_whiten"] = by_whiten
 
+    def _band_folds_for(self, problems: Sequence[VerificationProblem]) -> dict[str, Any] | None:
+        """The model folder's band folds where they were made for these training problems, else None."""
+        if self.encoder.model is None or not Path(self.encoder.model).is_dir():
+            return None
+        record = read_folds(Path(self.encoder.model))
+        return record if record is not None and made_for(problems, record) else None
+
+    def _fit_fold_encoders(
+        self, train: VerificationData, labels: np.ndarray, record: dict[str, Any], *, seed: int
+    ) -> None:
+        """Fit each band fold encoder's space on the other folds' pairs, its scale and the band on its fold's pairs'
+        scores (see the module docstring); with whiten "auto", the variant whose band scores rank better."""
+        from sklearn.metrics import roc_auc_score
+
+        assert train.truth is not None
+        truth, folder = train.truth, Path(str(self.encoder.model))
+        names = [fold_folders(fold) for fold in record["folds"]]
+        if any(len(fold_names) != 1 for fold_names in names):
+            raise HarnessError(f"{folder}: {len(names[0])} encoders a band fold; {self.name} reads one a fold")
+        extractors = [self.fold_extractor(fold_names[0]) for fold_names in names]
+        self._layers = self.encoder.layer_indices(extractors[0].num_layers)
+        texts = list(dict.fromkeys(text for problem in train.problems for text in problem.texts))
+        vectors = [
+            dict(zip(texts, self._text_vectors(texts, desc=f"band fold {k}: encoding training texts", extractor=ex),
+                     strict=True))
+            for k, ex in enumerate(extractors, 1)
+        ]  # fmt: skip
+        fold_of = {pair_id: k for k, fold in enumerate(record["folds"]) for pair_id in fold["pair_ids"]}
+
+        def band_with(whiten: bool):
+            spaces: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+            def cosines(problems: Sequence[VerificationProblem], k: int, _repeat: int) -> np.ndarray:
+                others = [problem for problem in train.problems if fold_of.get(problem.id, k) != k]
+                spaces[k] = self._fit_space(others, truth, vectors[k], whiten=whiten)
+                return self._similarities(problems, vectors[k], *spaces[k])
+
+            band = band_cosines(train.problems, labels, record, cosines, seed=seed, where=folder)
+            return band, spaces
+
+        both = labels.any() and not labels.all()
+        candidates = (True, False) if self.whiten == "auto" else (bool(self.whiten),)
+        fitted = {whiten: band_with(whiten) for whiten in candidates}
+        auc = {
+            whiten: float(roc_auc_score(labels[band.rows], logistic_of_mean(band.standardised))) if both else None
+            for whiten, (band, _) in fitted.items()
+        }
+        whiten = candidates[0] if len(candidates) == 1 else not (auc[True] or 0.0) < (auc[False] or 0.0)
+        band, spaces = fitted[whiten]
+        self._band = self.fit_band(train, logistic_of_mean(band.standardised), labels[band.rows])
+        self._folds = [
+            FoldSpace(names[k][0], extractors[k].identity, *spaces[k], band.scales[k]) for k in range(len(names))
+        ]
+        self._calibration = {
+            "folds": len(names),
+            "scores": "out of sample: each training pair by the band fold encoder pre-trained without its authors "
+            f"({record['grouping']}), in a space fitted on the other folds' pairs, standardised by that encoder's "
+            f"scores of its fold; {len(band.rows)} of {len(train.problems)} pairs, {band.across} across folds left "
+            "out, the classes in the training split's proportion; the test problems are answered by the fold "
+            "encoders together",
+        }
+        self._info = {
+            "texts": len(texts),
+            "layers": self._layers,
+            "band_folds": [fold.folder for fold in self._folds],
+            "dimensions": [fold.projection.shape[1] for fold in self._folds],
+            "whiten": whiten,
+            "out_of_fold_auc": auc[whiten],
+        }
+        if len(candidates) > 1:
+            self._info["out_of_fold_auc_by_whiten"] = {str(w).lower(): auc[w] for w in candidates}
+
     def _fit_space(
         self,
         problems: Sequence[VerificationProblem],
@@ -189,15 +300,31 @@ class EncoderWccn(CalibratedVerifier):
 
     # -- scoring ---------------------------------------------------------------------------------------------------
 
-    def _text_vectors(self, texts: Sequence[str], *, desc: str) -> list[np.ndarray]:
-        """Each text's layer vectors, averaged over its chunks, L2-normalised per layer, side by side (float64)."""
+    def _text_vectors(
+        self, texts: Sequence[str], *, desc: str, extractor: LayerFeatures | None = None
+    ) -> list[np.ndarray]:
+        """Each text's layer vectors, averaged over its chunks, L2-normalised per layer, side by side (float64), by
+        `extractor` (default: the main encoder's)."""
         assert self._layers is not None
-        return [text_vector(features, self._layers) for features in self.extractor().features(texts, desc=desc)]
+        features = (extractor or self.extractor()).features(texts, desc=desc)
+        return [text_vector(one, self._layers) for one in features]
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
-        """(1 + cosine) / 2 of each problem's whitened known (mean) and unknown vectors."""
+        """(1 + cosine) / 2 of each problem's whitened known (mean) and unknown vectors; with band fold encoders,
+        the logistic of the mean of their cosines, each standardised on its own scale."""
         self._check_fitted()
         texts = distinct_texts(problems)
+        if self._folds:
+            standardised = []
+            for k, fold in enumerate(self._folds, 1):
+                encoded = self._text_vectors(
+                    texts, desc=f"band fold {k}: encoding texts", extractor=self.fold_extractor(fold.folder)
+                )
+                cosines = self._similarities(
+                    problems, dict(zip(texts, encoded, strict=True)), fold.mean, fold.projection, fold.whitening
+                )
+                standardised.append((cosines - fold.scale[0]) / fold.scale[1])
+            return logistic_of_mean(standardised)
         vectors = dict(zip(texts, self._text_vectors(texts, desc="encoding texts"), strict=True))
         assert self._mean is not None and self._projection is not None and self._whitening is not None
         return self._similarities(problems, vectors, self._mean, self._projection, self._whitening)
@@ -217,9 +344,22 @@ class EncoderWccn(CalibratedVerifier):
     # -- checkpoint ------------------------------------------------------------------------------------------------
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Encoder identity, layers, band and fit summary in config.json; mean, PCA axes, whitening as arrays."""
+        """Encoder identity, layers, band and fit summary in config.json; mean, PCA axes, whitening as arrays (band
+        fold encoders: each one's subfolder, identity and scale under `folds`, its arrays as `fold<k>.`)."""
+        state: dict[str, Any] = {"layers": self._layers, "info": self._info}
+        if self._folds:
+            state["folds"] = [
+                {"folder": fold.folder, "encoder_identity": fold.identity, "scale": list(fold.scale)}
+                for fold in self._folds
+            ]
+            arrays = {
+                f"fold{k}.{name}": getattr(fold, name)
+                for k, fold in enumerate(self._folds)
+                for name in ("mean", "projection", "whitening")
+            }
+            return state | self.band_state(), arrays
         assert self._mean is not None and self._projection is not None and self._whitening is not None
-        state = {"encoder_identity": self._encoder_identity, "layers": self._layers, "info": self._info}
+        state["encoder_identity"] = self._encoder_identity
         arrays = {"mean": self._mean, "projection": self._projection, "whitening": self._whitening}
         return state | self.band_state(), arrays
 
@@ -227,7 +367,8 @@ class EncoderWccn(CalibratedVerifier):
     def load(cls, directory: Path, *, runtime: Mapping[str, Any] | None = None) -> EncoderWccn:
         """Read a checkpoint; device and feature cache are this machine's (`runtime`), never the checkpoint's.
 
-        The encoder found must be the one it was fitted with (by the hash of its files), else a HarnessError.
+        The encoders found (the main one, or each band fold's) must be those it was fitted with (by the hash of their
+        files), else a HarnessError.
         """
         directory = Path(directory)
         where = directory / CONFIG_NAME
@@ -235,33 +376,55 @@ class EncoderWccn(CalibratedVerifier):
         system = build(cls, runtime_params(params, runtime, where=where))
         try:
             system.restore_band(state, where=where)
-            expected = str(state["encoder_identity"])
             system._layers = [int(layer) for layer in state["layers"]]
-            mean = np.asarray(arrays["mean"], dtype=np.float64)
-            projection = np.asarray(arrays["projection"], dtype=np.float64)
-            whitening = np.asarray(arrays["whitening"], dtype=np.float64)
             system._info = dict(state.get("info") or {})
+            if "folds" in state:
+                folds = [
+                    (str(fold["folder"]), str(fold["encoder_identity"]), [float(x) for x in fold["scale"]])
+                    for fold in state["folds"]
+                ]
+                spaces = [[np.asarray(arrays[f"fold{k}.{name}"], dtype=np.float64)
+                           for name in ("mean", "projection", "whitening")] for k in range(len(folds))]  # fmt: skip
+            else:
+                expected = str(state["encoder_identity"])
+                space = [np.asarray(arrays[name], dtype=np.float64) for name in ("mean", "projection", "whitening")]
         except (KeyError, TypeError, ValueError) as error:
             raise HarnessError(f"{where}: malformed {cls.name} checkpoint ({error!r}); refit it") from None
-        extractor = system.extractor()
+        if "folds" not in state:
+            system._checked_space(directory, system.extractor(), expected, space, label=repr(system.encoder.model))
+            system._encoder_identity = expected
+            system._mean, system._projection, system._whitening = space
+            return system
+        for (folder, identity, scale), space in zip(folds, spaces, strict=True):
+            extractor = system.fold_extractor(folder)
+            system._checked_space(directory, extractor, identity, space, label=f"band fold encoder {folder!r}")
+            if len(scale) != 2 or not scale[1] > 0:
+                raise HarnessError(f"{where}: band fold {folder!r} has no scale (mean, sd > 0); edited or corrupted")
+            system._folds.append(FoldSpace(folder, identity, *space, (scale[0], scale[1])))
+        return system
+
+    def _checked_space(
+        self, directory: Path, extractor: LayerFeatures, expected: str, space: list[np.ndarray], *, label: str
+    ) -> None:
+        """Refuse a checkpoint whose encoder is not the one found, or whose arrays do not fit its layers."""
         identity = extractor.identity
         if not identity_matches(expected, identity, where=directory):
             raise HarnessError(
                 f"{directory}: fitted on features of another encoder "
-                f"(checkpoint {expected[:12]}, found {identity[:12]} for {system.encoder.model!r})"
+                f"(checkpoint {expected[:12]}, found {identity[:12]} for {label})"
             )
-        width = len(system._layers) * extractor.hidden_size
+        mean, projection, whitening = space
+        assert self._layers is not None
+        width = len(self._layers) * extractor.hidden_size
         dimensions = projection.shape[1] if projection.ndim == 2 else -1
         if (
             mean.shape != (width,)
             or projection.shape != (width, dimensions)
             or whitening.shape != (dimensions, dimensions)
-            or any(not 0 <= layer <= extractor.num_layers for layer in system._layers)
+            or any(not 0 <= layer <= extractor.num_layers for layer in self._layers)
         ):
             raise HarnessError(
-                f"{where}: mean {mean.shape}, projection {projection.shape} and whitening {whitening.shape} do not "
-                f"fit layers {system._layers} of a {extractor.hidden_size}-wide encoder; refit it"
+                f"{directory / CONFIG_NAME}: mean {mean.shape}, projection {projection.shape} and whitening "
+                f"{whitening.shape} do not fit layers {self._layers} of a {extractor.hidden_size}-wide encoder "
+                f"({label}); refit it"
             )
-        system._encoder_identity = expected
-        system._mean, system._projection, system._whitening = mean, projection, whitening
-        return system

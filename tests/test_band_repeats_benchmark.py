@@ -88,11 +88,12 @@ def test_a_frozen_view_encoder_a_fold_learns_without_the_test_side_and_its_fold(
 
     import systems.style_encoder.ngram as ngram
     from harness.cli import main
-    from systems.style_encoder.band_folds import read_folds, training_pair_folds
+    from systems.style_encoder.band_folds import training_pair_folds
     from systems.style_encoder.corpus import excluded_by_sets
     from systems.style_encoder.verifier import NgramStyle
     from tasks.pairs import build_pairs
     from tasks.pan.pan23 import Pan23Task
+    from toolkit.band_folds import read_folds
 
     pairs = tmp_path / "set"
     build_pairs("forum", forum_slice, pairs, pairs=60, seed=0)

@@ -134,3 +134,21 @@ def test_band_folds_leave_out_the_test_side_only(tmp_path: Path) -> None:
     assert script.pretrain_command(args, 1)[-2:] == ["--jobs", "2"]
     args.band_folds = None
     assert "--exclude-all-of" in script.pretrain_command(args, 1)
+    args.encoder, args.preset, args.model, args.device, args.band_folds, args.steps = (
+        "transformer",
+        "gpu",
+        None,
+        None,
+        3,
+        9,
+    )
+    command = script.pretrain_command(args, 2)  # the transformer's band folds: the repeats and views are ngram's
+    assert command[-6:] == [
+        "--exclude-test-of",
+        str(tmp_path / "sets" / "forum-seed2"),
+        "--steps",
+        "9",
+        "--band-folds",
+        "3",
+    ]
+    assert "--band-repeats" not in command and "--preset" in command

@@ -1,5 +1,6 @@
-"""Band folds: n-gram encoders pre-trained each without a part of a set's training authors, so that `ngram_style`
-fits its band on out-of-sample scores while the encoders learn from (nearly) every training author.
+"""Band folds: style encoders pre-trained each without a part of a set's training authors, so that the verifier
+(`ngram_style`, `encoder_wccn`) fits its band on out-of-sample scores while the encoders learn from (nearly) every
+training author. This module makes the folds; `toolkit.band_folds` reads them.
 
 Pre-trained with `--exclude-test-of SET` alone, the encoder has learnt the training pairs' authors: their scores
 overstate how alike one author's texts look, and a band fitted on them sits where test scores never reach.
@@ -30,19 +31,16 @@ character n-grams only, whose noise correlates 0.58 with the full view's), avera
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from core.errors import DataError, HarnessError
 from core.files import read_jsonl
-from core.records import VerificationProblem
 from systems.style_encoder.corpus import Exclusions, author_names, origin_texts
 
-FOLDS_FILE = "band_folds.json"
 REPEAT_SEED_STRIDE = 1000  # repeat r of a fold is pre-trained with seed + 1000 (r - 1): apart from other runs' seeds
 
 
@@ -65,11 +63,6 @@ def fold_encoders(repeats: int, views: Sequence[str] = ()) -> list[tuple[str | N
 def repeat_seed(seed: int, repeat: int) -> int:
     """The pre-training seed of a fold's repeat `repeat` (1-based; the first keeps `seed`)."""
     return seed + REPEAT_SEED_STRIDE * (repeat - 1)
-
-
-def fold_folders(fold: dict[str, Any]) -> list[str]:
-    """The subfolders of one fold's encoders, one per repeat (a record written before repeats: its one folder)."""
-    return list(fold.get("folders") or [fold["folder"]])
 
 
 def training_pair_folds(
@@ -145,115 +138,3 @@ def folds_record(
         "folds": folds,
         "across_folds": list(across),
     }
-
-
-def read_folds(folder: Path) -> dict[str, Any] | None:
-    """`band_folds.json` of a model folder, or None where it has none."""
-    path = Path(folder) / FOLDS_FILE
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        folds = record["folds"]
-        if not isinstance(folds, list) or len(folds) < 2:
-            raise ValueError("fewer than 2 folds")
-        for fold in folds:
-            if not isinstance(fold["folder"], str) or not all(isinstance(i, str) for i in fold["pair_ids"]):
-                raise ValueError("a fold without a folder name or pair ids")
-            if not all(isinstance(name, str) for name in fold_folders(fold)):
-                raise ValueError("a fold's folders are not names")
-        if len({len(fold_folders(fold)) for fold in folds}) != 1:
-            raise ValueError("folds with different numbers of repeats")
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise HarnessError(f"{path}: cannot read band folds ({error})") from None
-    return record
-
-
-def made_for(problems: Sequence[VerificationProblem], record: dict[str, Any]) -> bool:
-    """Whether any of these problems is a training pair of the set the folds were made for (a model pre-trained for
-    one set is read on others too, e.g. forum-pretrained and scored on CMCC: there the folds have nothing to say)."""
-    ids = {pair_id for fold in record["folds"] for pair_id in fold["pair_ids"]} | set(record.get("across_folds", ()))
-    return any(problem.id in ids for problem in problems)
-
-
-def out_of_fold_scores(
-    problems: Sequence[VerificationProblem],
-    record: dict[str, Any],
-    score: Callable[[Sequence[VerificationProblem], int], np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """(scores, fold): each problem's score by `score(problems, fold)` of the fold that holds its id, and that fold
-    (a pair across folds: NaN and -1). Every problem must be one of the set's training pairs."""
-    fold_of = {pair_id: k for k, fold in enumerate(record["folds"]) for pair_id in fold["pair_ids"]}
-    across = set(record.get("across_folds", ()))
-    missing = [problem.id for problem in problems if problem.id not in fold_of and problem.id not in across]
-    if missing:
-        raise HarnessError(
-            f"{len(missing)} of {len(problems)} training problems (first: {missing[0]}) are in no band fold: the "
-            f"folds were made for the training split of {record['set']}, not for this one"
-        )
-    folds = np.array([fold_of.get(problem.id, -1) for problem in problems], dtype=np.int64)
-    scores = np.full(len(problems), np.nan)
-    for k in range(len(record["folds"])):
-        rows = np.flatnonzero(folds == k)
-        if len(rows):
-            scores[rows] = score([problems[i] for i in rows], k)
-    return scores, folds
-
-
-def band_rows(labels: np.ndarray, in_fold: np.ndarray, *, seed: int) -> np.ndarray:
-    """The in-fold rows to fit the band on: all of them, less a seeded sample of the class they over-represent, so
-    that the classes keep the proportion they have among all `labels`."""
-    rows = np.flatnonzero(in_fold)
-    same, different = rows[labels[rows]], rows[~labels[rows]]
-    share = labels.mean()  # the training split's share of same-author pairs
-    if not len(same) or not len(different) or share in (0.0, 1.0):
-        return rows
-    keep_same = min(len(same), round(len(different) * share / (1 - share)))
-    keep_different = min(len(different), round(keep_same * (1 - share) / share))
-    rng = np.random.default_rng(seed)
-    same = np.sort(rng.choice(same, keep_same, replace=False))
-    different = np.sort(rng.choice(different, keep_different, replace=False))
-    return np.sort(np.concatenate([same, different]))
-
-
-class BandCosines(NamedTuple):
-    """The band pairs' cosines by their fold's encoders, each encoder's on its own scale (`band_cosines`)."""
-
-    rows: np.ndarray  # the training problems the band is fitted on (`band_rows`)
-    folds: np.ndarray  # each row's fold
-    standardised: np.ndarray  # (repeats, rows): repeat r of the row's fold's encoders, standardised by its scale
-    scales: list[tuple[float, float]]  # each encoder's (mean, sd) on its fold's band rows (fold, then repeat)
-    across: int  # training pairs across two folds, scored by no encoder and left out
-
-
-def band_cosines(
-    problems: Sequence[VerificationProblem],
-    labels: np.ndarray,
-    record: dict[str, Any],
-    cosines: Callable[[Sequence[VerificationProblem], int, int], np.ndarray],
-    *,
-    seed: int,
-    where: Path,
-) -> BandCosines:
-    """Each band pair's cosine by each repeat of its fold's encoders (`cosines(problems, fold, repeat)`), standardised
-    by the mean and sd of that encoder's cosines over its fold's band pairs: what `ngram_style` averages into a band
-    score, and the scales its test scores are put on. `where` names the encoders' folder in the error for an encoder
-    that scores its pairs alike."""
-    repeats = len(fold_folders(record["folds"][0]))
-    per_repeat = []
-    for r in range(repeats):
-        scores, fold_of = out_of_fold_scores(problems, record, lambda part, k, r=r: cosines(part, k, r))
-        per_repeat.append(scores)
-    rows = band_rows(labels, fold_of >= 0, seed=seed)
-    folds = fold_of[rows]
-    standardised = np.zeros((repeats, len(rows)))
-    scales = []
-    for k in range(len(record["folds"])):
-        for r in range(repeats):
-            in_fold = per_repeat[r][rows][folds == k]
-            mean, sd = float(in_fold.mean()), float(in_fold.std())
-            if not sd > 0:
-                raise HarnessError(f"{where}: a band fold encoder scores its training pairs alike; no scale")
-            standardised[r, folds == k] = (in_fold - mean) / sd
-            scales.append((mean, sd))
-    return BandCosines(rows, folds, standardised, scales, int((fold_of < 0).sum()))

@@ -13,9 +13,7 @@ from core.errors import HarnessError
 from systems.style_encoder.band_folds import (
     fold_encoders,
     fold_folder,
-    fold_folders,
     folds_record,
-    read_folds,
     repeat_seed,
     training_pair_folds,
 )
@@ -39,7 +37,8 @@ from systems.style_encoder.ngram import (
     recipe,
     write_pretrained,
 )
-from systems.style_encoder.pretraining import preset, pretrain_style_encoder
+from systems.style_encoder.pretraining import preset, pretrain_style_encoder, pretrain_style_encoder_folds
+from toolkit.band_folds import fold_folders, read_folds
 
 logger = logging.getLogger("harness")
 
@@ -69,17 +68,17 @@ def pretrain_style(
     """Read the posts less the sets' test sides (both splits of `exclude_all_sets`; for a forum task, only its
     training split), pre-train the `encoder` ("transformer" or "ngram"), write `out_dir`; return the manifest.
 
-    `band_folds` K (ngram, one `exclude_sets` set): K more encoders, each also without a K-th of that set's training
-    authors, written beside the main one (`systems.style_encoder.band_folds`); `band_repeats` R of them a fold, and
-    one more a fold for each of `band_views` (`VIEWS`; a view named twice: two, with other seeds).
+    `band_folds` K (one `exclude_sets` set): K more encoders, each also without a K-th of that set's training
+    authors, written beside the main one (`systems.style_encoder.band_folds`); for the ngram encoder `band_repeats` R
+    of them a fold, and one more a fold for each of `band_views` (`VIEWS`; a view named twice: two, with other
+    seeds).
     `reuse_from` (with `band_folds`): an earlier such folder of the same recipe (posts, exclusions, settings, folds),
     whose encoders are copied instead of trained again; only those it lacks (more repeats or views) are pre-trained.
     `jobs` (with `band_folds`): how many band-fold encoders are pre-trained at a time, each in its own process
     (`systems.style_encoder.fold_jobs`)."""
-    if band_folds is not None and (encoder != "ngram" or len(exclude_sets) != 1):
+    if band_folds is not None and len(exclude_sets) != 1:
         raise HarnessError(
-            "--band-folds goes with --encoder ngram and one --exclude-test-of SET (the set whose training pairs get "
-            "out-of-fold scores)"
+            "--band-folds goes with one --exclude-test-of SET (the set whose training pairs get out-of-fold scores)"
         )
     if band_repeats is not None and band_folds is None:
         raise HarnessError("--band-repeats goes with --band-folds K (it is the number of encoders a fold)")
@@ -92,6 +91,13 @@ def pretrain_style(
         raise HarnessError("--reuse-from goes with --band-folds K (it keeps an earlier band-fold folder's encoders)")
     if jobs != 1 and band_folds is None:
         raise HarnessError("--jobs goes with --band-folds K (it pre-trains the band folds' encoders side by side)")
+    if encoder == "transformer":  # a fine-tuned transformer a fold; one at a time, as a GPU trains them
+        given = [option for option, value in (("--band-repeats", band_repeats), ("--band-view", band_views),
+                 ("--reuse-from", reuse_from), ("--jobs", jobs != 1)) if value]  # fmt: skip
+        if given:
+            raise HarnessError(
+                f"{', '.join(given)}: --encoder ngram's (the transformer's band folds: one encoder each)"
+            )
     if encoder == "ngram":
         ngram_names = NGRAM_SETTINGS + NGRAM_ONLY
         given = sorted(name for name, value in settings.items() if value is not None and name not in ngram_names)
@@ -139,6 +145,8 @@ def pretrain_style(
             reused_from = {"reused_from": reused.summary()} if reused is not None else {}
             return write_pretrained(model, manifest | reused_from, out_dir, folds)
         return pretrain_ngram_style(corpus, exclusions, out_dir, chosen_ngram)[1]
+    if band_folds is not None:
+        return pretrain_style_encoder_folds(posts, corpus, exclusions, exclude_sets[0], band_folds, out_dir, chosen)
     return pretrain_style_encoder(corpus, exclusions, out_dir, chosen)
 
 

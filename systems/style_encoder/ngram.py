@@ -35,9 +35,9 @@ import numpy as np
 from core.errors import HarnessError
 from core.files import refuse_used_folder, sha256_files, staged_folder
 from core.progress import Progress
-from systems.style_encoder.band_folds import FOLDS_FILE, fold_folders
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 from systems.style_encoder.pretraining import PairSampler, StylePretraining, pair_auc, symmetric_info_nce
+from toolkit.band_folds import FOLDS_FILE, fold_folders
 from toolkit.style_space import Basis, StyleSpace, fit_basis, within_author_whitening
 
 logger = logging.getLogger("harness")

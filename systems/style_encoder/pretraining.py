@@ -27,20 +27,23 @@ whole or not at all. Presets: "cpu" (a few hundred steps of 16 authors, the top 
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from core.errors import HarnessError
 from core.files import refuse_used_folder, sha256_files, staged_folder
 from core.progress import Progress
-from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
+from systems.style_encoder.band_folds import fold_folder, folds_record, training_pair_folds
+from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
+from toolkit.band_folds import FOLDS_FILE
 from toolkit.pretrained import resolve_encoder
 
 logger = logging.getLogger("harness")
@@ -172,14 +175,85 @@ def pretrain_style_encoder(
     corpus: PretrainingCorpus, exclusions: Exclusions, out_dir: Path, settings: StylePretraining
 ) -> dict[str, Any]:
     """Fine-tune the encoder on `corpus` and write it, with its manifest, to `out_dir` (which must not exist)."""
+    out_dir = Path(out_dir)
+    refuse_used_folder(out_dir)
+    trained = train_style_encoder(corpus, exclusions, settings)
+    with staged_folder(out_dir, new=True) as staging:  # new: a GPU-sized pre-training gives time for one to appear
+        return write_style_encoder(trained, staging, out_dir)
+
+
+def pretrain_style_encoder_folds(
+    posts: Path,
+    corpus: PretrainingCorpus,
+    exclusions: Exclusions,
+    set_folder: Path,
+    folds: int,
+    out_dir: Path,
+    settings: StylePretraining,
+) -> dict[str, Any]:
+    """`pretrain_style_encoder` with band folds (`systems.style_encoder.band_folds`): `set_folder`'s training authors
+    are dealt into `folds` folds, and one more encoder a fold is pre-trained on `posts` without what `exclusions` and
+    the fold leave out, written in its subfolder with `band_folds.json` beside the main encoder; `encoder_wccn` reads
+    them on that set. All of it is written whole or not at all; returns the main encoder's manifest."""
+    out_dir = Path(out_dir)
+    refuse_used_folder(out_dir)
+    parts, across = training_pair_folds(set_folder, folds, seed=settings.seed)
+    record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across)
+    with staged_folder(out_dir, new=True) as staging:
+        fold_manifests = []
+        for k, (pair_ids, fold_part) in enumerate(parts, 1):
+            fold_exclusions = copy.deepcopy(exclusions)
+            fold_exclusions.merge(fold_part, how=f"training fold {k} of {folds}")
+            logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs)",
+                        k, folds, len(fold_part.authors), len(pair_ids))  # fmt: skip
+            fold_corpus = pretraining_corpus(posts, fold_exclusions)
+            trained = train_style_encoder(fold_corpus, fold_exclusions, settings)
+            name = fold_folder(k)
+            fold_manifests.append(write_style_encoder(trained, staging / name, out_dir / name))
+            del trained  # one encoder in memory at a time
+        trained = train_style_encoder(corpus, exclusions, settings)
+        trained.manifest["band_folds"] = {
+            "file": FOLDS_FILE,
+            "set": str(set_folder),
+            "pairs": [len(pair_ids) for pair_ids, _ in parts],
+            "across_folds": len(across),
+            "held_out_pair_auc": [manifest["held_out_pair_auc"]["after"] for manifest in fold_manifests],
+        }
+        manifest = write_style_encoder(trained, staging, out_dir)
+        (staging / FOLDS_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return manifest
+
+
+class TrainedEncoder(NamedTuple):
+    """A fine-tuned encoder, its tokenizer, and its manifest (all but where it is written)."""
+
+    model: Any
+    tokenizer: Any
+    manifest: dict[str, Any]
+
+
+def write_style_encoder(trained: TrainedEncoder, folder: Path, final: Path) -> dict[str, Any]:
+    """Write the model folder into `folder` (a staging folder, or inside one), its manifest telling a verifier to read
+    it at `final`, where it will be; return that manifest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    layers = trained.model.config.num_hidden_layers
+    manifest = trained.manifest | {"use": f"--param encoder.model={final} --param encoder.layers=[{layers}]"}
+    trained.model.to("cpu").save_pretrained(folder)
+    trained.tokenizer.save_pretrained(folder)
+    (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def train_style_encoder(
+    corpus: PretrainingCorpus, exclusions: Exclusions, settings: StylePretraining
+) -> TrainedEncoder:
+    """Fine-tune the encoder on `corpus` (see the module docstring); the weights of the best held-out step."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     from toolkit.devices import autocast, grad_scaler, resolve_device
     from toolkit.encoding import pad
 
-    out_dir = Path(out_dir)
-    refuse_used_folder(out_dir)
     started = time.perf_counter()
     device = resolve_device(settings.device)
     torch.manual_seed(settings.seed)
@@ -291,14 +365,9 @@ def pretrain_style_encoder(
         "loss": {"first_20_mean": float(np.mean(losses[:20])), "last_20_mean": float(np.mean(losses[-20:]))},
         "steps_done": len(losses),
         "seconds": round(time.perf_counter() - started, 1),
-        "use": f"--param encoder.model={out_dir} --param encoder.layers=[{model.config.num_hidden_layers}]",
     }
     model.eval()
-    with staged_folder(out_dir, new=True) as staging:  # new: a GPU-sized pre-training gives time for one to appear
-        model.to("cpu").save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return manifest
+    return TrainedEncoder(model, tokenizer, manifest)
 
 
 def _trainable_parameters(model: Any, layers: int | None) -> list[Any]:

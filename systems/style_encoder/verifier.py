@@ -32,7 +32,6 @@ import numpy as np
 
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
-from systems.style_encoder.band_folds import band_cosines, fold_folders, made_for, read_folds
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
@@ -41,6 +40,7 @@ from systems.style_encoder.ngram import (
     manifest_summary,
     ngram_settings,
 )
+from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, read_folds
 from toolkit.calibration import fit_then_score
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors
 from toolkit.verifier import CalibratedVerifier
@@ -166,7 +166,7 @@ class NgramStyle(CalibratedVerifier):
             f"{len(train.problems)} pairs, {band.across} across folds left out, the classes in the "
             "training split's proportion; the test problems are answered by the fold encoders together",
         }
-        return _logistic(band.standardised.mean(axis=0)), labels[rows]
+        return logistic_of_mean(band.standardised), labels[rows]
 
     def _learn(
         self, problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth], *, seed: int
@@ -188,7 +188,7 @@ class NgramStyle(CalibratedVerifier):
             return self._similarities(problems, self._models[0])
         standardised = [(self._similarities(problems, model) - mean) / sd
                         for model, (mean, sd) in zip(self._models, self._scales, strict=True)]  # fmt: skip
-        return _logistic(np.mean(standardised, axis=0))
+        return logistic_of_mean(standardised)
 
     def _similarities(self, problems: Sequence[VerificationProblem], model: NgramStyleModel) -> np.ndarray:
         texts = distinct_texts(problems)
@@ -222,7 +222,3 @@ class NgramStyle(CalibratedVerifier):
             if len(self._scales) != len(self._models) or any(not sd > 0 for _, sd in self._scales):
                 raise HarnessError(f"{where}: band fold scales do not fit its encoders; edited or corrupted")
         self._info = dict(state.get("info") or {})
-
-
-def _logistic(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))

@@ -17,14 +17,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from core.errors import HarnessError  # noqa: E402
 from harness.cli import main  # noqa: E402
-from systems.style_encoder.band_folds import (  # noqa: E402
-    FOLDS_FILE,
-    band_rows,
-    fold_folders,
-    out_of_fold_scores,
-    read_folds,
-    training_pair_folds,
-)
+from systems.style_encoder.band_folds import training_pair_folds  # noqa: E402
 from systems.style_encoder.corpus import Exclusions, excluded_by_sets, pretraining_corpus  # noqa: E402
 from systems.style_encoder.fold_jobs import FoldEncoder, pretrain_fold_encoders  # noqa: E402
 from systems.style_encoder.ngram import (  # noqa: E402
@@ -39,6 +32,7 @@ from systems.style_encoder.ngram import (  # noqa: E402
 from systems.style_encoder.verifier import NgramStyle, problems_corpus  # noqa: E402
 from tasks.pairs import build_pairs  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
+from toolkit.band_folds import FOLDS_FILE, band_rows, fold_folders, out_of_fold_scores, read_folds  # noqa: E402
 from toolkit.calibration import training_labels  # noqa: E402
 
 # a small style space for the command's tests: the default one (300 x 130,000) writes about 85 MB an encoder
@@ -228,7 +222,7 @@ def test_band_rows_keep_the_classes_in_proportion():
 def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slice_set: Path, tmp_path: Path):
     out = tmp_path / "model"
     args = ["pretrain-style", str(forum_slice), str(out), *NGRAM, "--band-folds", "2"]
-    for refused in (args, [*args, "--exclude-test-of", str(slice_set), "--encoder", "transformer"]):
+    for refused in (args, [*args, "--exclude-test-of", str(slice_set), "--exclude-test-of", str(slice_set)]):
         result = CliRunner().invoke(main, refused)
         assert result.exit_code != 0 and "--band-folds goes with" in result.output and not out.exists()
     done = CliRunner().invoke(main, [*args, "--exclude-test-of", str(slice_set)])

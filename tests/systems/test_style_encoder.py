@@ -256,3 +256,95 @@ def test_the_command_pre_trains_on_a_forum_tasks_training_split(forum_slice: Pat
     wrong = CliRunner().invoke(main, [*base, str(tmp_path / "new2"), "--train-split-of", "pan23"])
     assert wrong.exit_code != 0 and "splits a posts file itself" in wrong.output
     assert not (tmp_path / "new2").exists()
+
+
+def test_transformer_band_folds_give_encoder_wccn_out_of_sample_scores(
+    forum_slice: Path, slice_set: Path, tmp_path: Path
+):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    from toolkit.band_folds import band_rows, read_folds
+    from toolkit.calibration import training_labels
+    from toolkit.style_space import text_authors
+
+    encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
+    out = tmp_path / "style"
+    base = ["pretrain-style", str(forum_slice), str(out), "--model", str(encoder), "--steps", "2", "--device", "cpu"]
+    base += ["--exclude-test-of", str(slice_set), "--band-folds", "2"]
+    for extra, message in ((["--band-repeats", "2"], "--band-repeats: --encoder ngram's"),
+                           (["--jobs", "2"], "--jobs: --encoder ngram's")):  # fmt: skip
+        refused = CliRunner().invoke(main, [*base, *extra])
+        assert refused.exit_code != 0 and message in refused.output and not out.exists()
+    done = CliRunner().invoke(main, base)
+    assert done.exit_code == 0, done.output
+    assert "band folds: 2 encoders" in done.output and "--param encoder.model=" in done.output
+    assert not [entry for entry in tmp_path.iterdir() if entry.name.startswith(".style.")]  # no staging left
+    record = read_folds(out)
+    assert record is not None and [fold["folders"] for fold in record["folds"]] == [["band-fold-1"], ["band-fold-2"]]
+    main_manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    assert main_manifest["band_folds"]["pairs"] == [len(fold["pair_ids"]) for fold in record["folds"]]
+    task = Pan23Task()
+    train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
+    authors_of = {problem_id: set(truth.authors or ()) for problem_id, truth in train.truth.items()}
+    for k, fold in enumerate(record["folds"], 1):
+        manifest = json.loads((out / f"band-fold-{k}" / MANIFEST_NAME).read_text(encoding="utf-8"))
+        assert manifest["excluded"]["sets"] == [str(slice_set), f"{slice_set} (training fold {k} of 2)"]
+        assert manifest["use"] == f"--param encoder.model={out / f'band-fold-{k}'} --param encoder.layers=[2]"
+        # the fold's encoder learnt from none of the authors of the pairs it scores
+        fold_authors = set().union(*(authors_of[pair_id] for pair_id in fold["pair_ids"]))
+        corpus = pretraining_corpus(forum_slice, excluded_by_sets([slice_set]))
+        assert fold_authors <= set(corpus.authors)  # they were there to leave out
+        assert manifest["excluded"]["authors"] >= main_manifest["excluded"]["authors"] + len(fold_authors)
+
+    params = {"encoder.model": str(out), "encoder.layers": [2], "encoder.max_tokens": 32, "dimensions": 6,
+              "device": "cpu", "cache_dir": str(tmp_path / "cache"), "grid_step": 0.05}  # fmt: skip
+    system = build(EncoderWccn, params | {"whiten": "auto"})
+    system.fit(train, seed=0)
+    assert system.calibration_info["folds"] == 2 and "out of sample" in system.calibration_info["scores"]
+    by_whiten = system.info["out_of_fold_auc_by_whiten"]
+    assert system.info["whiten"] == (by_whiten["true"] >= by_whiten["false"])  # chosen on the band pairs, ties: true
+    # each fold's space is fitted on the other fold's pairs alone; its scale on its own fold's band pairs
+    labels = training_labels(train)
+    fold_of = {pair_id: k for k, fold in enumerate(record["folds"]) for pair_id in fold["pair_ids"]}
+    in_fold = np.array([problem.id in fold_of for problem in train.problems])
+    rows = band_rows(labels, in_fold, seed=0)
+    standardised = np.zeros(len(rows))
+    for k, space in enumerate(system._folds):
+        others = [problem for problem in train.problems if fold_of.get(problem.id, k) not in (k,)]
+        texts, _ = text_authors(others, train.truth)
+        extractor = system.fold_extractor(space.folder)
+        vectors = dict(zip(texts, system._text_vectors(texts, desc="t", extractor=extractor), strict=True))
+        assert np.allclose(space.mean, np.mean([vectors[text] for text in texts], axis=0))
+        mine = [train.problems[i] for i in rows if fold_of[train.problems[i].id] == k]
+        texts_k = list(dict.fromkeys(text for problem in mine for text in problem.texts))
+        vectors_k = dict(zip(texts_k, system._text_vectors(texts_k, desc="t", extractor=extractor), strict=True))
+        cosines = system._similarities(mine, vectors_k, space.mean, space.projection, space.whitening)
+        assert np.allclose(space.scale, (cosines.mean(), cosines.std()))
+        standardised[[fold_of[train.problems[i].id] == k for i in rows]] = (cosines - space.scale[0]) / space.scale[1]
+    assert system.band == system.fit_band(train, 1 / (1 + np.exp(-standardised)), labels[rows])
+    # test problems: the logistic of the mean of both fold encoders' standardised cosines
+    each = []
+    for space in system._folds:
+        texts = list(dict.fromkeys(text for problem in test.problems for text in problem.texts))
+        encoded = system._text_vectors(texts, desc="t", extractor=system.fold_extractor(space.folder))
+        cosines = system._similarities(
+            test.problems, dict(zip(texts, encoded, strict=True)), space.mean, space.projection, space.whitening
+        )
+        each.append((cosines - space.scale[0]) / space.scale[1])
+    assert np.allclose(system.raw_scores(test.problems), 1 / (1 + np.exp(-np.mean(each, axis=0))))
+
+    checkpoint = tmp_path / "checkpoint"
+    system.save(checkpoint)
+    again = EncoderWccn.load(checkpoint)
+    assert np.allclose(again.raw_scores(test.problems), system.raw_scores(test.problems))
+    assert [a.value for a in again.predict(test.problems)] == [a.value for a in system.predict(test.problems)]
+    make_tiny_encoder(out / "band-fold-2", layers=2, hidden=16, seed=1)  # fold 2's encoder replaced by another
+    with pytest.raises(HarnessError, match="another encoder .*band fold encoder 'band-fold-2'"):
+        EncoderWccn.load(checkpoint)
+
+    mixed = train._replace(problems=train.problems[:5] + test.problems[:5], truth={**train.truth, **test.truth})
+    with pytest.raises(HarnessError, match="5 of 10 training problems .* are in no band fold"):
+        build(EncoderWccn, params).fit(mixed, seed=0)
+    elsewhere = build(EncoderWccn, params)  # another set (here the test split): the main encoder answers
+    elsewhere.fit(test, seed=0)
+    assert not elsewhere._folds and elsewhere._mean is not None and elsewhere.calibration_info["folds"] == 5
