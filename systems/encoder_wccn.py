@@ -150,7 +150,7 @@ class EncoderWccn(CalibratedVerifier):
         assert train.truth is not None  # training_labels checked it
         truth = train.truth
         self._folds, self._mean, self._projection, self._whitening = [], None, None, None
-        folds = self._band_folds_for(train.problems)
+        folds = self._band_folds_for(train)
         if folds is not None:
             self._fit_fold_encoders(train, labels, folds, seed=seed)
             return
@@ -193,12 +193,12 @@ class EncoderWccn(CalibratedVerifier):
         if by_whiten:
             self._info["out_of_fold_auc_by_whiten"] = by_whiten
 
-    def _band_folds_for(self, problems: Sequence[VerificationProblem]) -> dict[str, Any] | None:
+    def _band_folds_for(self, train: VerificationData) -> dict[str, Any] | None:
         """The model folder's band folds where they were made for these training problems, else None."""
         if self.encoder.model is None or not Path(self.encoder.model).is_dir():
             return None
         record = read_folds(Path(self.encoder.model))
-        return record if record is not None and made_for(problems, record) else None
+        return record if record is not None and made_for(train, record) else None
 
     def _fit_fold_encoders(
         self, train: VerificationData, labels: np.ndarray, record: dict[str, Any], *, seed: int

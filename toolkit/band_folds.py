@@ -12,7 +12,9 @@ score is the logistic of the mean of its encoders' standardised scores (`logisti
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -20,9 +22,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from core.errors import HarnessError
-from core.records import VerificationProblem
+from core.records import VerificationData, VerificationProblem, VerificationTruth
 
 FOLDS_FILE = "band_folds.json"
+logger = logging.getLogger("harness")
 
 
 def fold_folders(fold: dict[str, Any]) -> list[str]:
@@ -47,16 +50,44 @@ def read_folds(folder: Path) -> dict[str, Any] | None:
                 raise ValueError("a fold's folders are not names")
         if len({len(fold_folders(fold)) for fold in folds}) != 1:
             raise ValueError("folds with different numbers of repeats")
+        digests = record.get("pair_digests", {})
+        if not isinstance(digests, dict) or not all(isinstance(value, str) for value in digests.values()):
+            raise ValueError("pair digests that are not strings by pair id")
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise HarnessError(f"{path}: cannot read band folds ({error})") from None
     return record
 
 
-def made_for(problems: Sequence[VerificationProblem], record: dict[str, Any]) -> bool:
-    """Whether any of these problems is a training pair of the set the folds were made for (a model pre-trained for
-    one set is read on others too, e.g. forum-pretrained and scored on CMCC: there the folds have nothing to say)."""
-    ids = {pair_id for fold in record["folds"] for pair_id in fold["pair_ids"]} | set(record.get("across_folds", ()))
-    return any(problem.id in ids for problem in problems)
+def pair_digest(truth: VerificationTruth) -> str:
+    """A short fingerprint of a training pair's truth (id, same, authors). `harness pairs` draws pair ids from the
+    seed alone, so the sets of one seed built from two corpora (forum-seed0, cmcc-seed0) share their ids: the ids
+    cannot say which set a pair belongs to, the truth can."""
+    content = json.dumps([truth.id, bool(truth.same), list(truth.authors or ())], separators=(",", ":"))
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+
+
+def made_for(train: VerificationData, record: dict[str, Any]) -> bool:
+    """Whether these training problems are pairs of the set the folds were made for (a model pre-trained for one set
+    is read on others too, e.g. forum-pretrained and scored on CMCC: there the folds have nothing to say, and the main
+    encoder answers). A problem with the id of one of its pairs but another truth is of another set: then none is.
+    (A problem whose id it lacks, beside its pairs, is refused when the folds score them: `out_of_fold_scores`.)"""
+    digests = record.get("pair_digests")
+    if digests is None:  # written before the digests: the ids alone
+        ids = {pair_id for fold in record["folds"] for pair_id in fold["pair_ids"]}
+        ids |= set(record.get("across_folds", ()))
+        found = any(problem.id in ids for problem in train.problems)
+        if found:
+            logger.warning(
+                "band folds made for %s hold no pair digests (written before them): matched by pair ids alone, which "
+                "the sets of one seed from other corpora share; pre-train again, or with --reuse-from, to add them",
+                record["set"],
+            )
+        return found
+    truth = train.truth or {}
+    shared = [problem.id for problem in train.problems if problem.id in digests]
+    return bool(shared) and all(
+        problem_id in truth and pair_digest(truth[problem_id]) == digests[problem_id] for problem_id in shared
+    )
 
 
 def out_of_fold_scores(

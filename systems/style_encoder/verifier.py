@@ -114,7 +114,7 @@ class NgramStyle(CalibratedVerifier):
             model, manifest = load_ngram_style(folder)
             self._info = {"model": str(self.model), "pretraining": manifest_summary(manifest)}
             folds = read_folds(folder)
-            if folds is None or not made_for(train.problems, folds):
+            if folds is None or not made_for(train, folds):
                 self._models = [model]
                 scores = self._similarities(train.problems, model)
                 self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}

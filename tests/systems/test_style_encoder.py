@@ -348,3 +348,11 @@ def test_transformer_band_folds_give_encoder_wccn_out_of_sample_scores(
     elsewhere = build(EncoderWccn, params)  # another set (here the test split): the main encoder answers
     elsewhere.fit(test, seed=0)
     assert not elsewhere._folds and elsewhere._mean is not None and elsewhere.calibration_info["folds"] == 5
+    # another set of the same seed shares the pair ids (as cmcc-seed0 does forum-seed0's), not the truth (here a few
+    # pairs are the same, the rest only share their ids)
+    other_set = tmp_path / "other-set"
+    build_pairs("forum", forum_slice, other_set, pairs=40, seed=0)
+    other = task.load(other_set, "train")
+    assert {problem.id for problem in other.problems} & set(fold_of) and other.truth != train.truth
+    elsewhere.fit(other, seed=0)
+    assert not elsewhere._folds and elsewhere._mean is not None
