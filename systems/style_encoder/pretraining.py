@@ -21,7 +21,9 @@ learns anything that generalises to authors it never saw; the weights of the bes
 to the manifest.
 
 The result is a plain Hugging Face model folder (config, weights, tokenizer) plus `style_pretraining.json`, written
-whole or not at all. Presets: "cpu" (a few hundred steps of 16 authors, the top 2 layers: minutes on a laptop) and
+whole or not at all. With band folds (`pretrain_style_encoder_folds`, `--band-folds K`) it also holds K more such
+folders, each pre-trained without a K-th of a set's training authors, whose scores `encoder_wccn` fits its band on.
+Presets: "cpu" (a few hundred steps of 16 authors, the top 2 layers: minutes on a laptop) and
 "gpu" (the paper-sized setting: 256 authors a batch, every layer, mixed precision).
 """
 
