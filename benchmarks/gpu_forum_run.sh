@@ -3,7 +3,8 @@
 # benchmarks/gpu_bundle.py packed here into .gpu-bundle, run benchmarks/forum_style_encoder.py on it (--preset gpu,
 # 1,200 steps; more arguments are passed on and override these) one seed at a time (SEEDS, default "0 1 2"), and
 # leave in $OUT the eight files that come back: the log, summary.md, and each seed's pre-training manifest and run
-# result. Each seed's files reach $OUT as soon as it is done, so a call stopped at its limit keeps the seeds before.
+# result (with --band-folds K, each fold encoder's manifest too). Each seed's files reach $OUT as soon as it is done,
+# so a call stopped at its limit keeps the seeds before.
 #   run tool: command "bash benchmarks/gpu_forum_run.sh", carry [".gpu-bundle"], timeout_s 600
 #   a bundle packed with `--also cmcc` also takes `--transfer cmcc` (its table goes into summary.md)
 #   band folds (an out-of-sample band, four pre-trainings a seed: one seed fits a call): command
@@ -24,6 +25,9 @@ benchmark() {  # forum_style_encoder.py keeps what exists, so the last call, ove
 for seed in "${seeds[@]}"; do
   benchmark "$@" --seeds "$seed"
   cp "$work/out/encoder-seed$seed/style_pretraining.json" "$out/pretraining-seed$seed.json"
+  for fold in "$work/out/encoder-seed$seed"/band-fold-*; do  # --band-folds K: each fold encoder's manifest too
+    if [ -f "$fold/style_pretraining.json" ]; then cp "$fold/style_pretraining.json" "$out/pretraining-seed$seed-${fold##*/}.json"; fi
+  done
   runs=("$work"/out/runs/pan23/forum-seed"$seed"/encoder_wccn*/seed-"$seed"/result.json)
   cp "${runs[-1]}" "$out/result-seed$seed.json"
 done

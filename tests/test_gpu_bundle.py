@@ -137,13 +137,13 @@ def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(
     argv = ["pack", "--posts", str(forum_slice), "--sets", str(sets), "--seeds", "0", "1", "--also", "cmcc"]
     load_benchmark("gpu_bundle").main([*argv, "--model", str(encoder), "--out", str(bundle), "--xz-preset", "1"])
 
-    def device_call(name: str, seeds: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    def device_call(name: str, seeds: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
         out = tmp_path / name
         out.mkdir()
         env = os.environ | {"OUT": str(out), "GPU_WORK": str(tmp_path / f"{name}-work"), "GPU_BUNDLE": str(bundle)}
         env |= {"PYTHON": sys.executable, "HARNESS_CACHE_DIR": str(tmp_path / "cache"), "SEEDS": seeds}
         command = ["bash", str(BENCHMARKS / "gpu_forum_run.sh"), "--preset", "cpu", "--steps", "2", "--device", "cpu"]
-        command += ["--transfer", "cmcc"]
+        command += ["--transfer", "cmcc", *extra]
         return subprocess.run(command, cwd=BENCHMARKS.parent, env=env, capture_output=True, text=True), out
 
     done, out = device_call("OUT", "0 1")
@@ -170,6 +170,19 @@ def test_the_device_script_runs_the_benchmark_on_what_the_bundle_holds(
     failed, out = device_call("STOPPED", "0 2")
     assert failed.returncode != 0 and "forum-seed2" in failed.stdout + failed.stderr
     assert {"pretraining-seed0.json", "result-seed0.json", "summary.md", "log.txt"} == {p.name for p in out.iterdir()}
+
+    # with band folds each fold encoder's manifest comes back too
+    done, out = device_call("FOLDS", "1", "--band-folds", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(path.name for path in out.iterdir()) == [
+        "log.txt", "pretraining-seed1-band-fold-1.json", "pretraining-seed1-band-fold-2.json",
+        "pretraining-seed1.json", "result-seed1.json", "summary.md",
+    ]  # fmt: skip
+    main_manifest = json.loads((out / "pretraining-seed1.json").read_text())
+    for k in (1, 2):
+        fold_manifest = json.loads((out / f"pretraining-seed1-band-fold-{k}.json").read_text())
+        assert fold_manifest["excluded"]["sets"][-1].endswith(f"forum-seed1 (training fold {k} of 2)")
+        assert fold_manifest["held_out_pair_auc"]["after"] == main_manifest["band_folds"]["held_out_pair_auc"][k - 1]
 
 
 def test_weights_round_trip_rounded_with_unused_rows_zero_and_buffers_exact(tmp_path: Path) -> None:
