@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from core.errors import HarnessError
+from core.errors import DataError, HarnessError
+from core.files import read_jsonl
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 
 FOLDS_FILE = "band_folds.json"
@@ -66,20 +67,41 @@ def pair_digest(truth: VerificationTruth) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
 
 
+def training_digests(set_folder: Path) -> dict[str, str]:
+    """Each training pair's `pair_digest` of a `harness pairs` set, by id: what tells a verifier that the problems it
+    fits are this set's."""
+    path = Path(set_folder) / "train" / "truth.jsonl"
+    digests = {}
+    for line, record in read_jsonl(path):
+        pair_id, same, authors = record.get("id"), record.get("same"), record.get("authors")
+        if not isinstance(pair_id, str):
+            raise DataError("expected a pair id (str)", path=path, line=line, field="id")
+        if not isinstance(same, bool):
+            raise DataError("expected true or false", path=path, line=line, field="same")
+        if not isinstance(authors, list) or not all(isinstance(name, str) for name in authors):
+            raise DataError("expected a list of author names", path=path, line=line, field="authors")
+        digests[pair_id] = pair_digest(VerificationTruth(pair_id, same, tuple(authors)))
+    return digests
+
+
 def made_for(train: VerificationData, record: dict[str, Any]) -> bool:
     """Whether these training problems are pairs of the set the folds were made for (a model pre-trained for one set
     is read on others too, e.g. forum-pretrained and scored on CMCC: there the folds have nothing to say, and the main
     encoder answers). A problem with the id of one of its pairs but another truth is of another set: then none is.
-    (A problem whose id it lacks, beside its pairs, is refused when the folds score them: `out_of_fold_scores`.)"""
+    (A problem whose id it lacks, beside its pairs, is refused when the folds score them: `out_of_fold_scores`.)
+    Folds written before the digests take them from their set's folder where it is still there, else the ids."""
     digests = record.get("pair_digests")
-    if digests is None:  # written before the digests: the ids alone
+    if digests is None and (Path(record["set"]) / "train" / "truth.jsonl").is_file():
+        digests = training_digests(Path(record["set"]))
+    if digests is None:
         ids = {pair_id for fold in record["folds"] for pair_id in fold["pair_ids"]}
         ids |= set(record.get("across_folds", ()))
         found = any(problem.id in ids for problem in train.problems)
         if found:
             logger.warning(
-                "band folds made for %s hold no pair digests (written before them): matched by pair ids alone, which "
-                "the sets of one seed from other corpora share; pre-train again, or with --reuse-from, to add them",
+                "band folds made for %s hold no pair digests (written before them) and that set is not there: "
+                "matched by pair ids alone, which the sets of one seed from other corpora share; pre-train again, or "
+                "with --reuse-from, to add them",
                 record["set"],
             )
         return found

@@ -39,9 +39,8 @@ import numpy as np
 
 from core.errors import DataError, HarnessError
 from core.files import read_jsonl
-from core.records import VerificationTruth
 from systems.style_encoder.corpus import Exclusions, author_names, origin_texts
-from toolkit.band_folds import pair_digest
+from toolkit.band_folds import training_digests
 
 REPEAT_SEED_STRIDE = 1000  # repeat r of a fold is pre-trained with seed + 1000 (r - 1): apart from other runs' seeds
 
@@ -141,15 +140,3 @@ def folds_record(
         "across_folds": list(across),
         "pair_digests": training_digests(Path(set_folder)),
     }
-
-
-def training_digests(set_folder: Path) -> dict[str, str]:
-    """Each training pair's `pair_digest`, by id: what tells the verifier that the problems it fits are this set's."""
-    path = set_folder / "train" / "truth.jsonl"
-    digests = {}
-    for line, record in read_jsonl(path):
-        if not isinstance(record.get("same"), bool):
-            raise DataError("expected true or false", path=path, line=line, field="same")
-        truth = VerificationTruth(str(record["id"]), record["same"], tuple(author_names(record, path, line) or ()))
-        digests[truth.id] = pair_digest(truth)
-    return digests

@@ -3,15 +3,16 @@ sets of one seed built from two corpora share their pair ids."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from core.errors import HarnessError
+from core.errors import DataError, HarnessError
 from core.records import VerificationData, VerificationProblem, VerificationTruth
-from toolkit.band_folds import made_for, out_of_fold_scores, pair_digest
+from toolkit.band_folds import made_for, out_of_fold_scores, pair_digest, training_digests
 
 
 def split(truths: list[VerificationTruth]) -> VerificationData:
@@ -51,3 +52,16 @@ def test_folds_written_before_the_digests_are_matched_by_ids_with_a_warning(capl
     with caplog.at_level(logging.WARNING, logger="harness"):
         assert not made_for(split([VerificationTruth("q9", True, ("a", "a"))]), RECORD)
     assert not caplog.text
+
+
+def test_folds_written_before_the_digests_take_them_from_their_set_where_it_is_there(tmp_path: Path):
+    (tmp_path / "train").mkdir()
+    lines = [json.dumps({"id": t.id, "same": t.same, "authors": list(t.authors or ())}) for t in FORUM]
+    (tmp_path / "train" / "truth.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    record = RECORD | {"set": str(tmp_path)}
+    assert training_digests(tmp_path) == {truth.id: pair_digest(truth) for truth in FORUM}
+    assert made_for(split(FORUM), record)
+    assert not made_for(split([VerificationTruth("p1", False, ("4", "12"))]), record)  # CMCC's pair of that id
+    (tmp_path / "train" / "truth.jsonl").write_text('{"id": "p1", "same": "yes", "authors": []}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="truth.jsonl:1.*same"):
+        made_for(split(FORUM), record)
