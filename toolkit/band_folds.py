@@ -3,7 +3,8 @@ and the band pairs' scores on each encoder's own scale. Shared by the verifiers 
 `encoder_wccn`); how the folds are made and pre-trained is `systems.style_encoder.band_folds`.
 
 A band-fold folder holds, beside its main encoder, K encoders each pre-trained without a K-th of a set's training
-authors, and `band_folds.json`: each fold's encoder folders and training pair ids, and the pairs across folds. A
+authors, and `band_folds.json`: each fold's encoder folders and training pair ids, the pairs across folds, and a
+digest of each training pair's truth, by which a verifier knows the set the folds were made for (`made_for`). A
 training pair whose authors are all in fold k is scored by fold k's encoders, which never saw them, and the band is
 fitted on those out-of-sample scores; a pair across folds has no such encoder and is left out. Each encoder scores
 on its own scale, so its scores are standardised by their mean and sd over its fold's band pairs, and the verifier's
