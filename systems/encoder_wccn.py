@@ -150,8 +150,8 @@ class EncoderWccn(CalibratedVerifier):
         assert train.truth is not None  # training_labels checked it
         truth = train.truth
         self._folds, self._mean, self._projection, self._whitening = [], None, None, None
-        folds = self._band_folds_for(train)
-        if folds is not None:
+        folds = self._band_folds()
+        if folds is not None and made_for(train, folds):
             self._fit_fold_encoders(train, labels, folds, seed=seed)
             return
         extractor = self.extractor()
@@ -189,16 +189,17 @@ class EncoderWccn(CalibratedVerifier):
             train.problems, truth, vectors, whiten=whiten, record=True
         )
         self._info["whiten"] = whiten
+        if folds is not None:  # say so: which encoder answered is what a reader of the run must not guess
+            self._info["band_folds"] = f"not read: made for {folds['set']}, not this set"
         self._info["out_of_fold_auc"] = float(roc_auc_score(labels, scores)) if both else None
         if by_whiten:
             self._info["out_of_fold_auc_by_whiten"] = by_whiten
 
-    def _band_folds_for(self, train: VerificationData) -> dict[str, Any] | None:
-        """The model folder's band folds where they were made for these training problems, else None."""
+    def _band_folds(self) -> dict[str, Any] | None:
+        """The model folder's band folds (`toolkit.band_folds`), or None where it has none."""
         if self.encoder.model is None or not Path(self.encoder.model).is_dir():
             return None
-        record = read_folds(Path(self.encoder.model))
-        return record if record is not None and made_for(train, record) else None
+        return read_folds(Path(self.encoder.model))
 
     def _fit_fold_encoders(
         self, train: VerificationData, labels: np.ndarray, record: dict[str, Any], *, seed: int

@@ -118,6 +118,8 @@ class NgramStyle(CalibratedVerifier):
                 self._models = [model]
                 scores = self._similarities(train.problems, model)
                 self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}
+                if folds is not None:  # say so: which encoder answered is what a reader of the run must not guess
+                    self._info["band_folds"] = f"not read: made for {folds['set']}, not this set"
             else:
                 scores, labels = self._fit_fold_encoders(train, labels, folder, folds, seed=seed)
             self._band = self.fit_band(train, scores, labels)

@@ -267,6 +267,7 @@ def test_band_folds_give_the_verifier_out_of_fold_scores(forum_slice: Path, slic
     elsewhere = NgramStyle(model=str(out))  # another set (here the test split): the folds are not read
     elsewhere.fit(test, seed=0)
     assert elsewhere.calibration_info["folds"] == 0
+    assert elsewhere.info["band_folds"] == f"not read: made for {slice_set}, not this set"
 
 
 def test_band_repeats_average_several_encoders_a_fold(forum_slice: Path, slice_set: Path, tmp_path: Path):

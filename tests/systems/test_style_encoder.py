@@ -356,3 +356,7 @@ def test_transformer_band_folds_give_encoder_wccn_out_of_sample_scores(
     assert {problem.id for problem in other.problems} & set(fold_of) and other.truth != train.truth
     elsewhere.fit(other, seed=0)
     assert not elsewhere._folds and elsewhere._mean is not None
+    assert elsewhere.info["band_folds"] == f"not read: made for {slice_set}, not this set"
+    plain = build(EncoderWccn, params | {"encoder.model": str(encoder)})  # a folder without band folds
+    plain.fit(train, seed=0)
+    assert "band_folds" not in plain.info and plain._mean is not None
