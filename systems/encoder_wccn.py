@@ -197,9 +197,7 @@ class EncoderWccn(CalibratedVerifier):
 
     def _band_folds(self) -> dict[str, Any] | None:
         """The model folder's band folds (`toolkit.band_folds`), or None where it has none."""
-        if self.encoder.model is None or not Path(self.encoder.model).is_dir():
-            return None
-        return read_folds(Path(self.encoder.model))
+        return None if self.encoder.model is None else read_folds(Path(self.encoder.model))
 
     def _fit_fold_encoders(
         self, train: VerificationData, labels: np.ndarray, record: dict[str, Any], *, seed: int

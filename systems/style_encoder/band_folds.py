@@ -31,6 +31,8 @@ character n-grams only, whose noise correlates 0.58 with the full view's), avera
 
 from __future__ import annotations
 
+import copy
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from core.files import read_jsonl
 from systems.style_encoder.corpus import Exclusions, author_names, origin_texts
 from toolkit.band_folds import training_digests
 
+logger = logging.getLogger("harness")
 REPEAT_SEED_STRIDE = 1000  # repeat r of a fold is pre-trained with seed + 1000 (r - 1): apart from other runs' seeds
 
 
@@ -114,6 +117,17 @@ def training_pair_folds(
             exclusions[fold_of_author[name]].groups.update(groups_of_text)
             exclusions[fold_of_author[name]].post_ids.add(post_id)
     return list(zip(parts, exclusions, strict=True)), across
+
+
+def fold_exclusions(exclusions: Exclusions, parts: Sequence[tuple[Sequence[str], Exclusions]]) -> list[Exclusions]:
+    """What each fold's encoders leave out: `exclusions` and that fold's part (`training_pair_folds`), logged."""
+    merged = []
+    for k, (pair_ids, fold_part) in enumerate(parts, 1):
+        merged.append(copy.deepcopy(exclusions))
+        merged[-1].merge(fold_part, how=f"training fold {k} of {len(parts)}")
+        logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs)",
+                    k, len(parts), len(fold_part.authors), len(pair_ids))  # fmt: skip
+    return merged
 
 
 def folds_record(

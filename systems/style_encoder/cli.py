@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
@@ -12,6 +11,7 @@ from typing import Any, NamedTuple
 from core.errors import HarnessError
 from systems.style_encoder.band_folds import (
     fold_encoders,
+    fold_exclusions,
     fold_folder,
     folds_record,
     repeat_seed,
@@ -214,12 +214,7 @@ def _band_fold_models(
     pre-trained without what `exclusions` and the fold leave out (copied from `reused` where it has one of that
     recipe); and `main` pre-trained (None where not given). `jobs` of them at a time (`fold_jobs`)."""
     parts, across = training_pair_folds(set_folder, folds, seed=settings.seed)
-    fold_exclusions = []
-    for k, (pair_ids, fold_part) in enumerate(parts, 1):
-        fold_exclusions.append(copy.deepcopy(exclusions))
-        fold_exclusions[-1].merge(fold_part, how=f"training fold {k} of {folds}")
-        logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs)",
-                    k, folds, len(fold_part.authors), len(pair_ids))  # fmt: skip
+    excluded = fold_exclusions(exclusions, parts)
     encoders = [
         (view, r, replace(settings, seed=repeat_seed(settings.seed, r), **(VIEWS[view] if view else {})))
         for view, r in fold_encoders(repeats, views)
@@ -231,9 +226,9 @@ def _band_fold_models(
             for view, r, encoder_settings in encoders:
                 name = fold_folder(k, r, view)
                 if reused.has(name):
-                    copied[name] = reused.encoder(name, reused.recipe(encoder_settings, fold_exclusions[k - 1]))
+                    copied[name] = reused.encoder(name, reused.recipe(encoder_settings, excluded[k - 1]))
     to_train = [
-        FoldEncoder(fold_folder(k, r, view), k - 1, fold_exclusions[k - 1], encoder_settings)
+        FoldEncoder(fold_folder(k, r, view), k - 1, excluded[k - 1], encoder_settings)
         for k in range(1, folds + 1)
         for view, r, encoder_settings in encoders
         if fold_folder(k, r, view) not in copied

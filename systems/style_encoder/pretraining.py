@@ -29,7 +29,6 @@ Presets: "cpu" (a few hundred steps of 16 authors, the top 2 layers: minutes on 
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import time
@@ -43,7 +42,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.files import refuse_used_folder, sha256_files, staged_folder
 from core.progress import Progress
-from systems.style_encoder.band_folds import fold_folder, folds_record, training_pair_folds
+from systems.style_encoder.band_folds import fold_exclusions, fold_folder, folds_record, training_pair_folds
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
 from toolkit.band_folds import FOLDS_FILE
 from toolkit.pretrained import resolve_encoder
@@ -203,13 +202,8 @@ def pretrain_style_encoder_folds(
     record = folds_record(set_folder, [pair_ids for pair_ids, _ in parts], across)
     with staged_folder(out_dir, new=True) as staging:
         fold_manifests = []
-        for k, (pair_ids, fold_part) in enumerate(parts, 1):
-            fold_exclusions = copy.deepcopy(exclusions)
-            fold_exclusions.merge(fold_part, how=f"training fold {k} of {folds}")
-            logger.info("band fold %d of %d: %d training authors left out (it scores their %d pairs)",
-                        k, folds, len(fold_part.authors), len(pair_ids))  # fmt: skip
-            fold_corpus = pretraining_corpus(posts, fold_exclusions)
-            trained = train_style_encoder(fold_corpus, fold_exclusions, settings)
+        for k, excluded in enumerate(fold_exclusions(exclusions, parts), 1):
+            trained = train_style_encoder(pretraining_corpus(posts, excluded), excluded, settings)
             name = fold_folder(k)
             fold_manifests.append(write_style_encoder(trained, staging / name, out_dir / name))
             del trained  # one encoder in memory at a time
