@@ -24,6 +24,12 @@ dimensions, centring, within-author whitening, the projection, its batches, loss
 on at most `--view-posts-per-author` posts an author (drawn with the seed) without the set's test side and the
 fold's training authors. The table then also gives the band pairs' AUC of the other encoders' mean, with the view
 added, and with a logistic weight on the two fitted on the other folds' band rows (out of fold).
+
+`--members` puts other kinds of system beside the encoders (a screen: benchmarks/README.md, "The forum bar"): stacked's
+default members (cngdist, compressor, pair_features with 200 trees, tfidf, wccn), each fitted on the training pairs
+of stacked's other folds (author-disjoint) and scoring its own fold's, as `stacked` makes its meta-features. On the
+band pairs it gives each member's AUC alone, and the AUC of a logistic regression on [the encoders' mean, the
+member(s)] with each band fold's rows scored by the model fitted on the other band folds' rows (author-disjoint).
 """
 
 from __future__ import annotations
@@ -156,23 +162,45 @@ def frozen_view_encoders(view: FrozenView, record: dict[str, Any], set_folder: P
     return models
 
 
-def weighted_view_auc(standardised: np.ndarray, folds: np.ndarray, labels: np.ndarray) -> float:
-    """Band pairs' AUC of a logistic weight on [the other encoders' mean, the last encoder], each fold's rows scored
-    by the model fitted on the other folds' rows."""
+def out_of_fold_logistic_auc(x: np.ndarray, folds: np.ndarray, labels: np.ndarray) -> float:
+    """AUC of a logistic regression on the columns of `x`, each fold's rows scored by the model fitted on the other
+    folds' rows."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
-    x = np.column_stack([standardised[:-1].mean(axis=0), standardised[-1]])
     scores = np.zeros(len(labels))
     for k in np.unique(folds):
-        model = LogisticRegression().fit(x[folds != k], labels[folds != k])
+        model = LogisticRegression(max_iter=1000).fit(x[folds != k], labels[folds != k])
         scores[folds == k] = model.decision_function(x[folds == k])
     return float(roc_auc_score(labels, scores))
 
 
-def folder_curve(encoders: Path, set_folder: Path, seed: int, view: FrozenView | None = None) -> dict[str, Any]:
+def weighted_view_auc(standardised: np.ndarray, folds: np.ndarray, labels: np.ndarray) -> float:
+    """Band pairs' AUC of a logistic weight on [the other encoders' mean, the last encoder], out of fold."""
+    return out_of_fold_logistic_auc(np.column_stack([standardised[:-1].mean(axis=0), standardised[-1]]), folds, labels)
+
+
+def members_screen(meta: np.ndarray, names: list[str], labels: np.ndarray, band: Any) -> dict[str, Any]:
+    """The band pairs' AUC of the encoders' mean beside other systems' out-of-fold scores of every training pair
+    (`meta`, a column a system named in `names`): each system alone, and a logistic regression on [the mean, the
+    system] and on [the mean, every system], out of fold over the band folds (the module docstring, `--members`)."""
+    from sklearn.metrics import roc_auc_score
+
+    members = (meta[band.rows] - meta.mean(axis=0)) / meta.std(axis=0)
+    y, encoders = labels[band.rows], band.standardised.mean(axis=0)
+    screen: dict[str, Any] = {"encoders": float(roc_auc_score(y, encoders)), "alone": {}, "with": {}}
+    for j, name in enumerate(names):
+        screen["alone"][name] = float(roc_auc_score(y, members[:, j]))
+        screen["with"][name] = out_of_fold_logistic_auc(np.column_stack([encoders, members[:, j]]), band.folds, y)
+    screen["with_all"] = out_of_fold_logistic_auc(np.column_stack([encoders, members]), band.folds, y)
+    return screen
+
+
+def folder_curve(
+    encoders: Path, set_folder: Path, seed: int, view: FrozenView | None = None, members: bool = False
+) -> dict[str, Any]:
     """The curve of one band-fold encoder folder on its set's training split (with `view`: one frozen-view encoder
-    added to each fold)."""
+    added to each fold; with `members`: stacked's members beside the encoders)."""
     from sklearn.metrics import roc_auc_score
 
     from harness.runner import make_task
@@ -210,6 +238,13 @@ def folder_curve(encoders: Path, set_folder: Path, seed: int, view: FrozenView |
             "with_view": float(roc_auc_score(y, z.mean(axis=0))),
             "weighted": weighted_view_auc(z, band.folds, y),
         }
+    if members:
+        from systems.stacked import StackedEnsemble
+
+        stacked = StackedEnsemble()
+        stacked.fit(train, seed=seed)  # its meta-features: each member's out-of-fold score of every training pair
+        assert stacked.meta_features is not None
+        curve["members"] = members_screen(stacked.meta_features, list(stacked.members), labels, band)
     return curve | {"rows": len(band.rows), "encoders": names}
 
 
@@ -242,6 +277,16 @@ def table(rows: list[tuple[Path, dict[str, Any]]]) -> str:
             view = curve["view"]
             lines += ["", f"{folder}, frozen view: the other encoders' mean {view['others']:.4f}, with the view added "
                       f"{view['with_view']:.4f}, with a weight fitted out of fold {view['weighted']:.4f}"]  # fmt: skip
+    screened = [(folder, curve["members"]) for folder, curve in rows if "members" in curve]
+    if screened:
+        names = list(screened[0][1]["alone"])
+        lines += ["", "| encoders | their mean | " + " | ".join(f"{name} alone / with" for name in names)
+                  + " | with all |", "|---|---:|" + "---:|" * (len(names) + 1)]  # fmt: skip
+        for folder, screen in screened:
+            cells = [f"{screen['alone'][name]:.4f} / {screen['with'][name]:.4f}" for name in names]
+            lines.append(f"| {folder} | {screen['encoders']:.4f} | " + " | ".join(cells)
+                         + f" | {screen['with_all']:.4f} |")  # fmt: skip
+        lines.append("Band pairs' AUC; with: a logistic regression on the encoders' mean and member(s), out of fold.")
     return "\n".join(lines) + "\n"
 
 
@@ -256,6 +301,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--frozen-encoder", help="with --frozen-view: a model name or folder (default: MiniLM)")
     parser.add_argument("--view-posts-per-author", type=int, default=15)
     parser.add_argument("--cache-dir", type=Path, help="with --frozen-view: the feature cache")
+    parser.add_argument("--members", action="store_true", help="put stacked's default members beside the encoders")
     args = parser.parse_args(argv)
     if not len(args.encoders) == len(args.sets) == len(args.seeds):
         parser.error("give as many --set and --seed values as --encoders folders")
@@ -264,7 +310,7 @@ def main(argv: list[str] | None = None) -> str:
     view = None
     if args.frozen_view:
         view = FrozenView(args.posts, args.frozen_encoder, args.view_posts_per_author, args.cache_dir)
-    rows = [(folder, folder_curve(folder, set_folder, seed, view))
+    rows = [(folder, folder_curve(folder, set_folder, seed, view, args.members))
             for folder, set_folder, seed in zip(args.encoders, args.sets, args.seeds, strict=True)]  # fmt: skip
     if args.json is not None:
         curves = {str(folder): curve | {"pair_rho": list(curve["pair_rho"].values())} for folder, curve in rows}

@@ -64,16 +64,44 @@ def test_on_real_posts_the_full_row_is_the_verifiers_band(
 
     script = _script()
     text = script.main(["--encoders", str(encoders), "--set", str(pairs), "--seed", "0"])
-    curve = script.folder_curve(encoders, pairs, 0)
+    curve = script.folder_curve(encoders, pairs, 0, members=True)
     system = NgramStyle(model=str(encoders), grid_step=0.05)
     system.fit(Pan23Task().load(pairs, "train"), seed=0)
     assert curve["aucs"][2] == [pytest.approx(system.info["band_scores_auc"])]
+    # `--members`: stacked's default members beside the encoders, on the same band pairs
+    screen = curve["members"]
+    assert screen["encoders"] == pytest.approx(curve["aucs"][2][0])
+    assert list(screen["alone"]) == ["cngdist", "compressor", "pair_features", "tfidf", "wccn"] == list(screen["with"])
     assert len(curve["aucs"][1]) == 2 and -1 <= curve["rho"] <= 1
     assert f"{curve['aucs'][2][0]:.3f}" in text and str(encoders) in text
     assert curve["encoders"] == ["1", "2"] and f"1-2 {curve['pair_rho'][0, 1]:.2f}" in text
     with pytest.raises(SystemExit):
         script.main(["--encoders", str(encoders), "--set", str(pairs), "--seed", "0", "1"])
     assert "as many --set and --seed values" in capsys.readouterr().err
+
+
+def test_the_members_screen_scores_each_band_fold_by_a_model_fitted_on_the_others():
+    """On noise, a logistic regression on twenty columns fitted on the rows it scores looks informative; fitted on
+    the other folds it does not. A column that carries the class carries it through."""
+    from types import SimpleNamespace
+
+    script = _script()
+    rng = np.random.default_rng(0)
+    labels = rng.random(300) < 0.5
+    rows = np.arange(0, 300, 2)  # the band pairs: every second training pair
+    y = labels[rows]
+    band = SimpleNamespace(rows=rows, folds=rows % 3, standardised=rng.normal(size=(2, rows.size)))
+    noise = rng.normal(size=(300, 20))
+    screen = script.members_screen(noise, [f"m{j}" for j in range(20)], labels, band)
+    assert screen["alone"]["m3"] == pytest.approx(roc_auc_score(y, noise[rows, 3]))  # the member's own rows
+    assert screen["encoders"] == pytest.approx(roc_auc_score(y, band.standardised.mean(axis=0)))
+    x = np.column_stack([band.standardised.mean(axis=0), noise[rows]])
+    from sklearn.linear_model import LogisticRegression
+
+    in_sample = roc_auc_score(y, LogisticRegression(max_iter=1000).fit(x, y).decision_function(x))
+    assert in_sample > 0.65 and abs(screen["with_all"] - 0.5) < 0.1
+    signal = np.column_stack([labels + rng.normal(scale=0.5, size=300), noise[:, 0]])
+    assert script.members_screen(signal, ["signal", "noise"], labels, band)["with"]["signal"] > 0.8
 
 
 def test_a_frozen_view_encoder_a_fold_learns_without_the_test_side_and_its_fold(forum_slice: Path, tmp_path: Path):
