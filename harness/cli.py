@@ -171,14 +171,15 @@ def list_cmd(name: str | None) -> None:
         return
     from harness.metrics.table import MEASURES  # the table imports no numpy: `list` stays light
 
+    width = max(map(len, [*registry.TASKS, *registry.SYSTEMS, *MEASURES]))  # one column for every description
     for title, table in (("tasks", registry.TASKS), ("systems", registry.SYSTEMS)):
         click.echo(f"{title}:")
         for name, entry in table.items():
-            click.echo(f"  {name:<14} {entry.description}")
+            click.echo(f"  {name:<{width}} {entry.description}")
     click.echo("measures:")
     for name, measure in MEASURES.items():
         better = "higher" if measure.higher_is_better else "lower"
-        click.echo(f"  {name:<14} {measure.description}; {better} is better")
+        click.echo(f"  {name:<{width}} {measure.description}; {better} is better")
 
 
 @main.command("run")

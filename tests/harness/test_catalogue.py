@@ -95,3 +95,12 @@ def test_an_unknown_name_is_refused_with_the_known_ones():
     result = invoke("cngdistt")
     assert result.exit_code == 2 and "no system or task named 'cngdistt'" in result.output
     assert "cngdist" in result.output and "pan23" in result.output
+
+
+def test_the_list_puts_every_description_in_one_column_after_a_space():
+    result = invoke()
+    assert result.exit_code == 0, result.output
+    entries = [line for line in result.output.splitlines() if line.startswith("  ")]
+    assert any(line.startswith("  forum_ngram_style ") for line in entries)  # the longest names are not cut
+    starts = {len(line) - len(line[2:].split(" ", 1)[1].lstrip()) for line in entries}
+    assert len(starts) == 1, starts
