@@ -25,11 +25,12 @@ on at most `--view-posts-per-author` posts an author (drawn with the seed) witho
 fold's training authors. The table then also gives the band pairs' AUC of the other encoders' mean, with the view
 added, and with a logistic weight on the two fitted on the other folds' band rows (out of fold).
 
-`--members` puts other kinds of system beside the encoders (a screen: benchmarks/README.md, "The forum bar"): stacked's
-default members (cngdist, compressor, pair_features with 200 trees, tfidf, wccn), each fitted on the training pairs
-of stacked's other folds (author-disjoint) and scoring its own fold's, as `stacked` makes its meta-features. On the
-band pairs it gives each member's AUC alone, and the AUC of a logistic regression on [the encoders' mean, the
-member(s)] with each band fold's rows scored by the model fitted on the other band folds' rows (author-disjoint).
+`--members` puts other kinds of system beside the encoders (a screen: benchmarks/README.md, "Other views a band
+fold"): stacked's default members (cngdist, compressor, pair_features with 200 trees, tfidf, wccn), each fitted on
+the training pairs of stacked's other folds (author-disjoint) and scoring its own fold's, as `stacked` makes its
+meta-features. On the band pairs it gives each member's AUC alone, and the AUC of a logistic regression on [the
+encoders' mean, the member(s)] with each band fold's rows scored by the model fitted on the other band folds' rows
+(author-disjoint).
 """
 
 from __future__ import annotations
@@ -186,7 +187,9 @@ def members_screen(meta: np.ndarray, names: list[str], labels: np.ndarray, band:
     system] and on [the mean, every system], out of fold over the band folds (the module docstring, `--members`)."""
     from sklearn.metrics import roc_auc_score
 
-    members = (meta[band.rows] - meta.mean(axis=0)) / meta.std(axis=0)
+    scale = meta.std(axis=0)
+    scale[scale == 0] = 1.0  # a member that scores every pair alike stays a column of zeros
+    members = (meta[band.rows] - meta.mean(axis=0)) / scale
     y, encoders = labels[band.rows], band.standardised.mean(axis=0)
     screen: dict[str, Any] = {"encoders": float(roc_auc_score(y, encoders)), "alone": {}, "with": {}}
     for j, name in enumerate(names):
