@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,14 @@ def test_the_list_puts_every_description_in_one_column_after_a_space():
     assert any(line.startswith("  forum_ngram_style ") for line in entries)  # the longest names are not cut
     starts = {len(line) - len(line[2:].split(" ", 1)[1].lstrip()) for line in entries}
     assert len(starts) == 1, starts
+
+
+def test_the_readme_names_every_registered_system_and_task():
+    """A system that lands is also told to the README's readers ("Tasks and systems"), and one that goes leaves it."""
+    from helpers.paths import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Tasks and systems\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z][a-z0-9_-]*)`", section))
+    assert not set(registry.SYSTEMS) - named, sorted(set(registry.SYSTEMS) - named)
+    assert not set(registry.TASKS) - named, sorted(set(registry.TASKS) - named)
