@@ -6,11 +6,13 @@ torch is imported inside the functions: this module is safe to import from the C
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Any
 
 from core.errors import HarnessError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+logger = logging.getLogger("harness")
 
 
 def resolve_device(device: str) -> str:
@@ -42,3 +44,16 @@ def grad_scaler(device: str, enabled: bool) -> Any:
 
     use = enabled and device.startswith("cuda") and not torch.cuda.is_bf16_supported()
     return torch.amp.GradScaler("cuda", enabled=use)
+
+
+def warn_if_gpu_sized(what: str, preset: str, device: str) -> None:
+    """Say, before training starts, that a preset sized for a GPU is about to train on a CPU: it works, but where the
+    "cpu" preset takes minutes it can take many hours (the style encoder's "gpu" preset: about a minute a step on 2
+    cores, 20 hours for its 1,200 steps; benchmarks/README.md)."""
+    if device == "cpu" and preset != "cpu":
+        logger.warning(
+            "%s: preset %r is sized for a GPU and will train on the CPU: expect hours where the 'cpu' preset takes "
+            "minutes (no GPU is visible to torch, or the device asked for is the CPU)",
+            what,
+            preset,
+        )

@@ -185,11 +185,12 @@ class CharLM(CalibratedVerifier):
         """
         import torch
 
-        from toolkit.devices import resolve_device
+        from toolkit.devices import resolve_device, warn_if_gpu_sized
         from toolkit.training import train_epochs
 
         started = time.process_time()
         device = resolve_device(self.device)
+        warn_if_gpu_sized(self.name, self.preset.name, device)
         p = self.preset
         self._heads = None
         with _threads(self.cpu_threads):

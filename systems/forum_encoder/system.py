@@ -38,7 +38,7 @@ from systems.forum_encoder.encoding import PostEncoder, PostEncoderConfig
 from systems.forum_encoder.head import ProjectionHead, SampleHead
 from systems.forum_encoder.sampling import PostRowsBatch, Sampling, TrainingPosts, post_rows_batch, training_posts
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
-from toolkit.devices import resolve_device
+from toolkit.devices import resolve_device, warn_if_gpu_sized
 from toolkit.memory import peak_rss_mb, torch_threads
 from toolkit.metric_batches import LazyBatches, epoch_plan
 from toolkit.metric_losses import LOSSES, MetricLoss, TripletLoss
@@ -167,6 +167,7 @@ class ForumEncoder(PartsSystem):
     def _fit(self, train: ForumSplit, *, seed: int) -> None:
         """Train the head (and any trainable encoder layers) on the training split's authors."""
         device = resolve_device(self.device)
+        warn_if_gpu_sized(self.name, self.preset, device)
         torch.manual_seed(seed)
         started, rss_before = time.perf_counter(), peak_rss_mb()
         training = self.training

@@ -60,7 +60,7 @@ from systems.nbcsauthor.settings import PRESETS, SysmlPreset, SysmlTraining
 from systems.nbcsauthor.tokenizer import PostTokenizer
 from systems.nbcsauthor.validation import BestEpoch, hold_out
 from tasks.darkweb.records import DarkwebData, Episode
-from toolkit.devices import autocast, resolve_device
+from toolkit.devices import autocast, resolve_device, warn_if_gpu_sized
 from toolkit.distributed import DistributedContext, all_reduce_mean, init_distributed, shard, wrap_model
 from toolkit.legacy import LegacyParams
 from toolkit.parts_system import PartsSystem
@@ -213,6 +213,7 @@ class EpisodeAuthor(PartsSystem):
                 f"use --param preset={other}"
             )
         device = resolve_device(self.device)
+        warn_if_gpu_sized(self.name, self.preset, device)
         context = init_distributed(device)
         torch.manual_seed(seed)
         episodes = list(train.episodes)

@@ -111,6 +111,9 @@ def pretrain_style(
             options = ", ".join("--" + name.replace("_", "-") for name in given)
             raise HarnessError(f"{options}: the n-gram encoder's; give --encoder ngram, or leave them out")
         chosen = preset(preset_name, **settings)  # refuses bad settings before the corpus is read
+        from toolkit.devices import resolve_device, warn_if_gpu_sized
+
+        warn_if_gpu_sized("pretrain-style", preset_name, resolve_device(chosen.device))
     exclusions = excluded_by_sets(exclude_sets)
     if exclude_all_sets:
         exclusions.merge(excluded_by_sets(exclude_all_sets, splits=("train", "test")))

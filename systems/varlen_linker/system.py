@@ -71,7 +71,7 @@ from systems.varlen_linker.model import SampleEncoder, SampleEncoderConfig
 from systems.varlen_linker.sampling import SAMPLINGS, OverlappingSampling, PeriodSampling, SampleSizes
 from systems.varlen_linker.text import SubwordTokenizer
 from tasks.reddit.records import Action, RedditData
-from toolkit.devices import autocast, resolve_device
+from toolkit.devices import autocast, resolve_device, warn_if_gpu_sized
 from toolkit.distributed import DistributedContext, barrier, init_distributed, shard, wrap_model
 from toolkit.legacy import LegacyParams
 from toolkit.memory import peak_rss_mb, torch_threads, trim_heap
@@ -301,6 +301,7 @@ class VarlenLinker(PartsSystem):
     def _fit(self, train: RedditData, *, seed: int) -> None:
         """Train the tokenizer on every training post, the encoder on the authors `sampling` keeps."""
         device = resolve_device(self.device)
+        warn_if_gpu_sized(self.name, self.preset, device)
         context = init_distributed(device)
         torch.manual_seed(seed)
         started, rss_before = time.perf_counter(), peak_rss_mb()

@@ -5,6 +5,7 @@ encoder_wccn reads, written whole, never over a user's folder."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -236,6 +237,22 @@ def test_the_command_refuses_a_non_empty_folder_and_trains(forum_slice: Path, sl
     assert done.exit_code == 0, done.output
     assert "held-out authors' pair AUC" in done.output and (tmp_path / "new" / "config.json").is_file()
     assert "--system encoder_wccn" in done.output and "--param whiten=auto" in done.output  # chosen on training data
+
+
+def test_the_gpu_preset_on_a_cpu_says_it_will_take_hours(
+    forum_slice: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    encoder = make_tiny_encoder(tmp_path / "tiny", layers=2, hidden=16)
+    base = ["pretrain-style", str(forum_slice), "--model", str(encoder), "--steps", "1", "--device", "cpu"]
+    for name, warned in (("cpu", False), ("gpu", True)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="harness"):
+            done = CliRunner().invoke(main, [*base, str(tmp_path / name), "--preset", name, "--authors-per-batch", "4"])
+        assert done.exit_code == 0, done.output
+        said = "preset 'gpu' is sized for a GPU and will train on the CPU"
+        assert any(said in record.getMessage() for record in caplog.records) == warned
 
 
 def test_the_command_pre_trains_on_a_forum_tasks_training_split(forum_slice: Path, tmp_path: Path):
