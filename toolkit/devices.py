@@ -49,7 +49,7 @@ def grad_scaler(device: str, enabled: bool) -> Any:
 def warn_if_gpu_sized(what: str, preset: str, device: str) -> None:
     """Say, before training starts, that a preset sized for a GPU is about to train on a CPU: it works, but where the
     "cpu" preset takes minutes it can take many hours (the style encoder's "gpu" preset: about a minute a step on 2
-    cores, 20 hours for its 1,200 steps; benchmarks/README.md)."""
+    cores, 13 hours for its 800 steps; benchmarks/README.md)."""
     if device == "cpu" and preset != "cpu":
         logger.warning(
             "%s: preset %r is sized for a GPU and will train on the CPU: expect hours where the 'cpu' preset takes "
