@@ -38,7 +38,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem
 from harness.params import build
-from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, read_folds
+from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, not_read, read_folds
 from toolkit.calibration import cross_fitted_scores, fit_then_score
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig, text_vector
@@ -189,8 +189,8 @@ class EncoderWccn(CalibratedVerifier):
             train.problems, truth, vectors, whiten=whiten, record=True
         )
         self._info["whiten"] = whiten
-        if folds is not None:  # say so: which encoder answered is what a reader of the run must not guess
-            self._info["band_folds"] = f"not read: made for {folds['set']}, not this set"
+        if folds is not None:
+            self._info["band_folds"] = not_read(folds)
         self._info["out_of_fold_auc"] = float(roc_auc_score(labels, scores)) if both else None
         if by_whiten:
             self._info["out_of_fold_auc_by_whiten"] = by_whiten

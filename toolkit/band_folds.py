@@ -113,6 +113,12 @@ def made_for(train: VerificationData, record: dict[str, Any]) -> bool:
     )
 
 
+def not_read(record: dict[str, Any]) -> str:
+    """What a verifier's info says where a model folder's band folds were made for another set (and the main encoder
+    answered): which encoder answered is what a reader of the run must not have to guess."""
+    return f"not read: made for {record['set']}, not this set"
+
+
 def out_of_fold_scores(
     problems: Sequence[VerificationProblem],
     record: dict[str, Any],

@@ -40,7 +40,7 @@ from systems.style_encoder.ngram import (
     manifest_summary,
     ngram_settings,
 )
-from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, read_folds
+from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, not_read, read_folds
 from toolkit.calibration import fit_then_score
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors
 from toolkit.verifier import CalibratedVerifier
@@ -118,8 +118,8 @@ class NgramStyle(CalibratedVerifier):
                 self._models = [model]
                 scores = self._similarities(train.problems, model)
                 self._calibration = {"folds": 0, "scores": "the pre-trained encoder's, on every training problem"}
-                if folds is not None:  # say so: which encoder answered is what a reader of the run must not guess
-                    self._info["band_folds"] = f"not read: made for {folds['set']}, not this set"
+                if folds is not None:
+                    self._info["band_folds"] = not_read(folds)
             else:
                 scores, labels = self._fit_fold_encoders(train, labels, folder, folds, seed=seed)
             self._band = self.fit_band(train, scores, labels)
