@@ -25,6 +25,12 @@ on at most `--view-posts-per-author` posts an author (drawn with the seed) witho
 fold's training authors. The table then also gives the band pairs' AUC of the other encoders' mean, with the view
 added, and with a logistic weight on the two fitted on the other folds' band rows (out of fold).
 
+`--sparse-view --posts POSTS` adds one encoder a fold that keeps every n-gram (a screen, not a harness option;
+benchmarks/README.md, "Other views a band fold"): the fold's own TF-IDF vocabularies (those of its first encoder,
+learnt on the fold's posts) with no SVD, and a linear map of the sparse vector to 256 dimensions in its place,
+learnt with the n-gram encoder's batches, loss, held-out authors and early stopping, from the same posts (the set's
+test side and the fold's training authors left out, at most 30 posts an author).
+
 `--members` puts other kinds of system beside the encoders (a screen: benchmarks/README.md, "Other views a band
 fold"): stacked's default members (cngdist, compressor, pair_features with 200 trees, tfidf, wccn), each fitted on
 the training pairs of stacked's other folds (author-disjoint) and scoring its own fold's, as `stacked` makes its
@@ -99,15 +105,128 @@ class FrozenView(NamedTuple):
     steps: int = 3000  # the n-gram encoder's default
 
 
+class SparseView(NamedTuple):
+    """What `--sparse-view` pre-trains a fold (see the module docstring)."""
+
+    posts: Path
+    steps: int = 3000  # the n-gram encoder's default
+    size: int = 256  # the n-gram encoder's embedding size
+    lr: float = 1e-3
+    init: float = 0.01  # the map's starting weights' sd
+
+
+def view_name(view: FrozenView | SparseView) -> str:
+    return "sparse" if isinstance(view, SparseView) else "frozen"
+
+
+def fold_corpora(posts: Path, record: dict[str, Any], set_folder: Path, seed: int) -> list[tuple[Any, Any]]:
+    """(exclusions, the posts left) of each fold of `record`: the set's test side and the fold's training authors
+    left out (`band_folds.training_pair_folds`, the same folds as the folder's)."""
+    import copy
+
+    from systems.style_encoder.band_folds import training_pair_folds
+    from systems.style_encoder.corpus import excluded_by_sets, pretraining_corpus
+
+    parts, _ = training_pair_folds(set_folder, len(record["folds"]), seed=seed)
+    if [sorted(pair_ids) for pair_ids, _ in parts] != [sorted(fold["pair_ids"]) for fold in record["folds"]]:
+        raise SystemExit(f"{set_folder} with seed {seed} does not give the folder's band folds")
+    test_side = excluded_by_sets([set_folder])
+    corpora = []
+    for _, fold_part in parts:
+        exclusions = copy.deepcopy(test_side)
+        exclusions.merge(fold_part)
+        corpora.append((exclusions, pretraining_corpus(posts, exclusions)))
+    return corpora
+
+
+class SparseEncoder(NamedTuple):
+    """TF-IDF rows (no SVD) times a learnt map: `embed` as the n-gram encoder's."""
+
+    char: Any  # toolkit.tfidf.TfidfModel
+    word: Any
+    weight: np.ndarray  # (vocabulary, size)
+
+    def embed(self, texts: list[str], *, desc: str | None = None) -> np.ndarray:
+        from toolkit.style_space import tfidf_rows
+
+        return np.asarray(tfidf_rows(self.char, self.word, texts) @ self.weight)
+
+
+def train_sparse_encoder(view: SparseView, corpus: Any, vocabularies: Any, seed: int) -> tuple[SparseEncoder, dict]:
+    """A sparse-view encoder learnt on `corpus` with the TF-IDF weightings of `vocabularies` (a `Basis`), and its
+    held-out authors' pair AUC (start, kept, kept step)."""
+    import torch
+
+    from systems.style_encoder.ngram import NgramStylePretraining, capped, held_out_pairs, split_authors
+    from systems.style_encoder.pretraining import PairSampler, pair_auc, symmetric_info_nce
+    from toolkit.style_space import tfidf_rows
+
+    settings = NgramStylePretraining(seed=seed, steps=view.steps, size=view.size)
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    corpus = capped(corpus, settings.posts_per_author, rng)
+    offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in corpus.texts])]).astype(np.int64)
+    held_out, training = split_authors(corpus, settings, rng)
+    rows = tfidf_rows(vocabularies.char, vocabularies.word, [text for posts in corpus.texts for text in posts])
+    rows = rows.tocsr()
+    table = torch.nn.EmbeddingBag(rows.shape[1], settings.size, mode="sum", sparse=True)  # x @ W, x sparse
+    torch.nn.init.normal_(table.weight, std=view.init)
+    optimizer = torch.optim.SparseAdam(table.parameters(), lr=view.lr)
+    sampler = PairSampler(corpus, training, settings.sampling(), settings.seed + 1)
+    held_rows, same_community = held_out_pairs(corpus, held_out, offsets, settings)
+
+    def embed(picked: list[int]) -> Any:
+        sub = rows[picked]
+        inputs = [torch.from_numpy(sub.indices.astype(np.int64)), torch.from_numpy(sub.indptr[:-1].astype(np.int64))]
+        vectors = table(*inputs, per_sample_weights=torch.from_numpy(sub.data.astype(np.float32)))
+        return torch.nn.functional.normalize(vectors, dim=-1)
+
+    def held_out_auc() -> float:
+        with torch.no_grad():
+            first, second = (embed([pair[k] for pair in held_rows]) for k in (0, 1))
+            return pair_auc((first @ second.T).numpy(), same_community)
+
+    best = (0, held_out_auc(), table.weight.detach().clone())
+    start = best[1]
+    for step in range(1, settings.steps + 1):
+        batch = sampler.batch()
+        first = embed([offsets[a] + i for a, i, _ in batch])
+        second = embed([offsets[a] + j for a, _, j in batch])
+        loss = symmetric_info_nce(first @ second.T / settings.temperature)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % settings.eval_every and step != settings.steps:
+            continue
+        auc = held_out_auc()
+        if auc > best[1]:
+            best = (step, auc, table.weight.detach().clone())
+        elif (step - best[0]) // settings.eval_every >= settings.patience:
+            break
+    encoder = SparseEncoder(vocabularies.char, vocabularies.word, best[2].numpy().astype(np.float64))
+    return encoder, {"start": start, "kept": best[1], "kept_step": best[0], "posts": len(rows.indptr) - 1}
+
+
+def sparse_view_encoders(
+    view: SparseView, record: dict[str, Any], set_folder: Path, seed: int, vocabularies: list[Any]
+) -> list[Any]:
+    """One sparse-view encoder a fold of `record`, fold k with `vocabularies[k]` (its first encoder's basis)."""
+    models = []
+    for (_, corpus), basis in zip(fold_corpora(view.posts, record, set_folder, seed), vocabularies, strict=True):
+        model, auc = train_sparse_encoder(view, corpus, basis, seed)
+        print(f"sparse view: {auc['posts']} posts of {len(corpus.authors)} authors; held-out authors' pair AUC "
+              f"{auc['start']:.3f} at the start, {auc['kept']:.3f} at step {auc['kept_step']}")  # fmt: skip
+        models.append(model)
+    return models
+
+
 def frozen_view_encoders(view: FrozenView, record: dict[str, Any], set_folder: Path, seed: int) -> list[Any]:
     """One frozen-view encoder a fold of `record`, each pre-trained without the set's test side and its fold's
-    training authors (`band_folds.training_pair_folds`, the same folds as the folder's)."""
-    import copy
+    training authors (`fold_corpora`)."""
     from unittest import mock
 
     import systems.style_encoder.ngram as ngram
-    from systems.style_encoder.band_folds import training_pair_folds
-    from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, excluded_by_sets, pretraining_corpus
+    from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
     from toolkit.layer_features import LayerFeatures, lower_layers, text_vector
 
     extractor = LayerFeatures(view.encoder, max_chunks=32, device="cpu", mixed_precision=False,
@@ -130,19 +249,13 @@ def frozen_view_encoders(view: FrozenView, record: dict[str, Any], set_folder: P
         def reduce(self, texts: list[str], desc: str | None = None) -> np.ndarray:
             return (vectors_of(texts) - self.mean) @ self.components.T
 
-    parts, _ = training_pair_folds(set_folder, len(record["folds"]), seed=seed)
-    if [sorted(pair_ids) for pair_ids, _ in parts] != [sorted(fold["pair_ids"]) for fold in record["folds"]]:
-        raise SystemExit(f"{set_folder} with seed {seed} does not give the folder's band folds")
+    folds = fold_corpora(view.posts, record, set_folder, seed)
     everyone = pretraining_corpus(view.posts, Exclusions())
     rng = np.random.default_rng(seed)
     sample = {posts[i] for posts in everyone.texts
               for i in rng.choice(len(posts), min(view.posts_per_author, len(posts)), replace=False)}  # fmt: skip
-    test_side = excluded_by_sets([set_folder])
     models = []
-    for pair_ids, fold_part in parts:
-        exclusions = copy.deepcopy(test_side)
-        exclusions.merge(fold_part)
-        corpus = pretraining_corpus(view.posts, exclusions)
+    for fold, (exclusions, corpus) in zip(record["folds"], folds, strict=True):
         kept: dict[str, list[Any]] = {"authors": [], "texts": [], "kinds": [], "threads": [], "communities": []}
         columns_of = zip(corpus.texts, corpus.kinds, corpus.threads, corpus.communities, strict=True)
         for author, columns in zip(corpus.authors, columns_of, strict=True):
@@ -156,9 +269,9 @@ def frozen_view_encoders(view: FrozenView, record: dict[str, Any], set_folder: P
         with mock.patch.object(ngram, "fit_basis", FrozenBasis):
             model, manifest = ngram.pretrain_ngram_style(sampled, exclusions, None, settings)
         auc = manifest["held_out_pair_auc"]
-        print(f"frozen view, fold of {len(pair_ids)} pairs: {sampled.posts} posts of {len(sampled.authors)} authors; "
-              f"held-out authors' pair AUC {auc['whitened']:.3f} whitened, {auc['kept']:.3f} at step "
-              f"{auc['kept_step']}")  # fmt: skip
+        print(f"frozen view, fold of {len(fold['pair_ids'])} pairs: {sampled.posts} posts of "
+              f"{len(sampled.authors)} authors; held-out authors' pair AUC {auc['whitened']:.3f} whitened, "
+              f"{auc['kept']:.3f} at step {auc['kept_step']}")  # fmt: skip
         models.append(model)
     return models
 
@@ -200,10 +313,14 @@ def members_screen(meta: np.ndarray, names: list[str], labels: np.ndarray, band:
 
 
 def folder_curve(
-    encoders: Path, set_folder: Path, seed: int, view: FrozenView | None = None, members: bool = False
+    encoders: Path,
+    set_folder: Path,
+    seed: int,
+    view: FrozenView | SparseView | None = None,
+    members: bool = False,
 ) -> dict[str, Any]:
-    """The curve of one band-fold encoder folder on its set's training split (with `view`: one frozen-view encoder
-    added to each fold; with `members`: stacked's members beside the encoders)."""
+    """The curve of one band-fold encoder folder on its set's training split (with `view`: one frozen-view or
+    sparse-view encoder added to each fold; with `members`: stacked's members beside the encoders)."""
     from sklearn.metrics import roc_auc_score
 
     from harness.runner import make_task
@@ -219,11 +336,15 @@ def folder_curve(
     labels = training_labels(train)
     models = [[load_ngram_style(encoders / name)[0] for name in fold_folders(fold)] for fold in record["folds"]]
     if view is not None:
-        for fold_models, model in zip(models, frozen_view_encoders(view, record, set_folder, seed), strict=True):
+        if isinstance(view, SparseView):  # fold k's own TF-IDF vocabularies: its first encoder's
+            added = sparse_view_encoders(view, record, set_folder, seed, [fold[0].space.basis for fold in models])
+        else:
+            added = frozen_view_encoders(view, record, set_folder, seed)
+        for fold_models, model in zip(models, added, strict=True):
             fold_models.append(model)
         record = json.loads(json.dumps(record))
         for fold in record["folds"]:
-            fold["folders"] = [*fold_folders(fold), "frozen"]
+            fold["folders"] = [*fold_folders(fold), view_name(view)]
 
     def cosines(problems: Any, k: int, r: int) -> np.ndarray:
         texts = distinct_texts(problems)
@@ -232,11 +353,12 @@ def folder_curve(
     band = band_cosines(train.problems, labels, record, cosines, seed=seed, where=encoders)
     # each encoder of a fold by its folder's ending: "1", "2", ... the seed repeats, "char", "char-2" ... the views
     names = [name.removeprefix("band-fold-1").lstrip("-") or "1" for name in fold_folders(record["folds"][0])]
-    names = [name if name != "frozen" else "frozen view" for name in names]
+    names = [f"{name} view" if name in ("frozen", "sparse") else name for name in names]
     curve = repeats_curve(band.standardised, band.folds, labels[band.rows])
     if view is not None:
         y, z = labels[band.rows], band.standardised
         curve["view"] = {
+            "name": f"{view_name(view)} view",
             "others": float(roc_auc_score(y, z[:-1].mean(axis=0))),
             "with_view": float(roc_auc_score(y, z.mean(axis=0))),
             "weighted": weighted_view_auc(z, band.folds, y),
@@ -278,8 +400,9 @@ def table(rows: list[tuple[Path, dict[str, Any]]]) -> str:
     for folder, curve in rows:
         if "view" in curve:
             view = curve["view"]
-            lines += ["", f"{folder}, frozen view: the other encoders' mean {view['others']:.4f}, with the view added "
-                      f"{view['with_view']:.4f}, with a weight fitted out of fold {view['weighted']:.4f}"]  # fmt: skip
+            lines += ["", f"{folder}, {view['name']}: the other encoders' mean {view['others']:.4f}, with the view "
+                      f"added {view['with_view']:.4f}, with a weight fitted out of fold "
+                      f"{view['weighted']:.4f}"]  # fmt: skip
     screened = [(folder, curve["members"]) for folder, curve in rows if "members" in curve]
     if screened:
         names = list(screened[0][1]["alone"])
@@ -300,7 +423,8 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--seed", type=int, nargs="+", required=True, dest="seeds")
     parser.add_argument("--json", type=Path, help="also write the curves here")
     parser.add_argument("--frozen-view", action="store_true", help="add a frozen-transformer encoder to each fold")
-    parser.add_argument("--posts", type=Path, help="with --frozen-view: the posts to pre-train it on")
+    parser.add_argument("--sparse-view", action="store_true", help="add a sparse TF-IDF encoder to each fold")
+    parser.add_argument("--posts", type=Path, help="with --frozen-view or --sparse-view: the posts to pre-train on")
     parser.add_argument("--frozen-encoder", help="with --frozen-view: a model name or folder (default: MiniLM)")
     parser.add_argument("--view-posts-per-author", type=int, default=15)
     parser.add_argument("--cache-dir", type=Path, help="with --frozen-view: the feature cache")
@@ -308,9 +432,11 @@ def main(argv: list[str] | None = None) -> str:
     args = parser.parse_args(argv)
     if not len(args.encoders) == len(args.sets) == len(args.seeds):
         parser.error("give as many --set and --seed values as --encoders folders")
-    if args.frozen_view and args.posts is None:
-        parser.error("--frozen-view needs --posts (what its encoders are pre-trained on)")
-    view = None
+    if args.frozen_view and args.sparse_view:
+        parser.error("give one of --frozen-view and --sparse-view")
+    if (args.frozen_view or args.sparse_view) and args.posts is None:
+        parser.error("--frozen-view and --sparse-view need --posts (what their encoders are pre-trained on)")
+    view: FrozenView | SparseView | None = SparseView(args.posts) if args.sparse_view else None
     if args.frozen_view:
         view = FrozenView(args.posts, args.frozen_encoder, args.view_posts_per_author, args.cache_dir)
     rows = [(folder, folder_curve(folder, set_folder, seed, view, args.members))

@@ -16,6 +16,24 @@ def _script() -> Any:
     return load_benchmark("band_repeats")
 
 
+def _band_fold_folder(forum_slice: Path, tmp_path: Path, *more: str) -> tuple[Path, Path]:
+    """A forum pair set built from the slice, and a small n-gram encoder folder pre-trained for it with `--band-folds
+    2` and `more` options: (set, encoders)."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from tasks.pairs import build_pairs
+
+    pairs = tmp_path / "set"
+    build_pairs("forum", forum_slice, pairs, pairs=60, seed=0)
+    encoders = tmp_path / "encoders"
+    args = ["pretrain-style", str(forum_slice), str(encoders), "--encoder", "ngram", "--steps", "20"]
+    args += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]  # small: a few MB, not 85
+    done = CliRunner().invoke(main, [*args, "--exclude-test-of", str(pairs), "--band-folds", "2", *more])
+    assert done.exit_code == 0, done.output
+    return pairs, encoders
+
+
 def test_the_model_predicts_the_auc_of_a_mean_of_correlated_scores():
     script = _script()
     rng = np.random.default_rng(0)
@@ -45,22 +63,10 @@ def test_on_real_posts_the_full_row_is_the_verifiers_band(
     forum_slice: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
     pytest.importorskip("torch")
-    from click.testing import CliRunner
-
-    from harness.cli import main
     from systems.style_encoder.verifier import NgramStyle
-    from tasks.pairs import build_pairs
     from tasks.pan.pan23 import Pan23Task
 
-    pairs = tmp_path / "set"
-    build_pairs("forum", forum_slice, pairs, pairs=60, seed=0)
-    encoders = tmp_path / "encoders"
-    args = ["pretrain-style", str(forum_slice), str(encoders), "--encoder", "ngram", "--steps", "20"]
-    args += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]  # small: a few MB, not 85
-    done = CliRunner().invoke(
-        main, [*args, "--exclude-test-of", str(pairs), "--band-folds", "2", "--band-repeats", "2"]
-    )
-    assert done.exit_code == 0, done.output
+    pairs, encoders = _band_fold_folder(forum_slice, tmp_path, "--band-repeats", "2")
 
     script = _script()
     text = script.main(["--encoders", str(encoders), "--set", str(pairs), "--seed", "0"])
@@ -111,25 +117,16 @@ def test_a_frozen_view_encoder_a_fold_learns_without_the_test_side_and_its_fold(
     pytest.importorskip("torch")
     from unittest import mock
 
-    from click.testing import CliRunner
     from helpers.tiny_encoder import make_tiny_encoder
 
     import systems.style_encoder.ngram as ngram
-    from harness.cli import main
     from systems.style_encoder.band_folds import training_pair_folds
     from systems.style_encoder.corpus import excluded_by_sets
     from systems.style_encoder.verifier import NgramStyle
-    from tasks.pairs import build_pairs
     from tasks.pan.pan23 import Pan23Task
     from toolkit.band_folds import read_folds
 
-    pairs = tmp_path / "set"
-    build_pairs("forum", forum_slice, pairs, pairs=60, seed=0)
-    encoders = tmp_path / "encoders"
-    args = ["pretrain-style", str(forum_slice), str(encoders), "--encoder", "ngram", "--steps", "20"]
-    args += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]
-    done = CliRunner().invoke(main, [*args, "--exclude-test-of", str(pairs), "--band-folds", "2"])
-    assert done.exit_code == 0, done.output
+    pairs, encoders = _band_fold_folder(forum_slice, tmp_path)
     tiny = make_tiny_encoder(tmp_path / "tiny", layers=3, hidden=16)
 
     script = _script()
@@ -157,3 +154,61 @@ def test_a_frozen_view_encoder_a_fold_learns_without_the_test_side_and_its_fold(
     assert 0 <= curve["view"]["weighted"] <= 1 and read_folds(encoders)["folds"][0]["folders"] == ["band-fold-1"]
     text = script.table([(encoders, curve)])
     assert f"with the view added {curve['view']['with_view']:.4f}" in text and "frozen view 0." in text
+
+
+def test_a_sparse_view_encoder_a_fold_keeps_every_ngram_and_learns_without_the_test_side_and_its_fold(
+    forum_slice: Path, tmp_path: Path
+):
+    """`--sparse-view`: one more encoder a fold on its first encoder's TF-IDF vocabularies with no SVD, learnt from
+    the posts left when the set's test side and the fold's training authors are out; the encoder it returns is the one
+    early stopping kept (its numpy embedding gives the kept held-out AUC the torch one measured), and the table's
+    "others" is the folder's own band."""
+    pytest.importorskip("torch")
+    from unittest import mock
+
+    from systems.style_encoder.band_folds import training_pair_folds
+    from systems.style_encoder.corpus import excluded_by_sets
+    from systems.style_encoder.ngram import NgramStylePretraining, capped, held_out_pairs, split_authors
+    from systems.style_encoder.pretraining import pair_auc
+    from systems.style_encoder.verifier import NgramStyle
+    from tasks.pan.pan23 import Pan23Task
+
+    pairs, encoders = _band_fold_folder(forum_slice, tmp_path)
+
+    script = _script()
+    trained, train = [], script.train_sparse_encoder
+
+    def spy(view, corpus, vocabularies, seed):
+        model, auc = train(view, corpus, vocabularies, seed)
+        trained.append((corpus, vocabularies, model, auc))
+        return model, auc
+
+    view = script.SparseView(forum_slice, steps=60)
+    with mock.patch.object(script, "train_sparse_encoder", spy):
+        curve = script.folder_curve(encoders, pairs, 0, view)
+    assert curve["encoders"] == ["1", "sparse view"] and len(trained) == 2
+    test_side = excluded_by_sets([pairs])
+    parts, _ = training_pair_folds(pairs, 2, seed=0)
+    for (corpus, vocabularies, model, auc), (_, fold) in zip(trained, parts, strict=True):
+        authors = set(corpus.authors)
+        assert authors and not authors & (test_side.authors | fold.authors)
+        assert not {thread for threads in corpus.threads for thread in threads} & (test_side.groups | fold.groups)
+        features = len(vocabularies.char.vocabulary) + len(vocabularies.word.vocabulary)
+        assert model.weight.shape == (features, 256) and features > 24  # every n-gram, not the 24-dimensional SVD
+        # the held-out pairs as training drew them, scored by the returned encoder's numpy embedding
+        settings = NgramStylePretraining(seed=0, steps=60)
+        rng = np.random.default_rng(0)
+        capped_corpus = capped(corpus, settings.posts_per_author, rng)
+        held_out, _ = split_authors(capped_corpus, settings, rng)
+        offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in capped_corpus.texts])])
+        rows, comparable = held_out_pairs(capped_corpus, held_out, offsets, settings)
+        texts = [text for posts in capped_corpus.texts for text in posts]
+        first, second = (model.embed([texts[pair[k]] for pair in rows]) for k in (0, 1))
+        first, second = (x / np.linalg.norm(x, axis=1, keepdims=True) for x in (first, second))
+        assert pair_auc(first @ second.T, comparable) == pytest.approx(auc["kept"], abs=1e-6)
+    system = NgramStyle(model=str(encoders), grid_step=0.05)
+    system.fit(Pan23Task().load(pairs, "train"), seed=0)
+    assert curve["view"]["others"] == pytest.approx(system.info["band_scores_auc"])
+    assert curve["view"]["with_view"] == pytest.approx(curve["aucs"][2][0])
+    text = script.table([(encoders, curve)])
+    assert f"sparse view: the other encoders' mean {curve['view']['others']:.4f}" in text and "sparse view 0." in text

@@ -214,6 +214,33 @@ def capped(corpus: PretrainingCorpus, cap: int, rng: np.random.Generator) -> Pre
     )
 
 
+def split_authors(
+    corpus: PretrainingCorpus, settings: NgramStylePretraining, rng: np.random.Generator
+) -> tuple[list[int], list[int]]:
+    """(held-out authors, training authors), drawn with `rng`: at most a fifth of the authors held out for early
+    stopping, and none where that is under 2 (no AUC to stop on)."""
+    order = rng.permutation(len(corpus.authors))
+    held_out_count = min(settings.held_out_authors, len(corpus.authors) // 5)
+    held_out_count = held_out_count if held_out_count >= 2 else 0
+    held_out, training = sorted(order[:held_out_count].tolist()), sorted(order[held_out_count:].tolist())
+    if len(training) < 2:
+        raise HarnessError(f"{len(training)} training author(s) after holding out {held_out_count}; need 2")
+    return held_out, training
+
+
+def held_out_pairs(
+    corpus: PretrainingCorpus, held_out: list[int], offsets: np.ndarray, settings: NgramStylePretraining
+) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Early stopping's pairs: two posts (rows of the flattened corpus, `offsets` an author's first) of each held-out
+    author, from their main community, and which pairs of them are comparable (the two authors of one community)."""
+    pairs = PairSampler(corpus, held_out, settings.sampling(), settings.seed + 2)
+    communities = [pairs.main_community(author) for author in held_out]
+    rows = [(offsets[a] + i, offsets[a] + j) for a, c in zip(held_out, communities, strict=True)
+            for i, j in [pairs.two_posts(a, c)]]  # fmt: skip
+    names = np.array([str(c) for c in communities])
+    return rows, np.equal.outer(names, names)
+
+
 def pretrain_ngram_style(
     corpus: PretrainingCorpus,
     exclusions: Exclusions | None,
@@ -235,13 +262,7 @@ def pretrain_ngram_style(
     author_of = np.concatenate([np.full(len(posts), a) for a, posts in enumerate(corpus.texts)]).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in corpus.texts])]).astype(np.int64)
 
-    order = rng.permutation(len(corpus.authors))
-    # at most a fifth of the authors held out, and none where that is under 2 (no AUC to stop on)
-    held_out_count = min(settings.held_out_authors, len(corpus.authors) // 5)
-    held_out_count = held_out_count if held_out_count >= 2 else 0
-    held_out, training = sorted(order[:held_out_count].tolist()), sorted(order[held_out_count:].tolist())
-    if len(training) < 2:
-        raise HarnessError(f"{len(training)} training author(s) after holding out {held_out_count}; need 2")
+    held_out, training = split_authors(corpus, settings, rng)
 
     # 1. the whitened style space: basis from a sample of the posts, mean and whitening from the training authors'
     sample = rng.choice(len(texts), min(settings.basis_texts, len(texts)), replace=False)
@@ -261,11 +282,7 @@ def pretrain_ngram_style(
     network = projection_network(d, settings.hidden, settings.size, settings.dropout)
     optimizer = torch.optim.AdamW(network.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     sampler = PairSampler(corpus, training, settings.sampling(), settings.seed + 1)
-    held_out_pairs = PairSampler(corpus, held_out, settings.sampling(), settings.seed + 2)
-    communities = [held_out_pairs.main_community(author) for author in held_out]
-    held_rows = [(offsets[a] + i, offsets[a] + j) for a, c in zip(held_out, communities, strict=True)
-                 for i, j in [held_out_pairs.two_posts(a, c)]]  # fmt: skip
-    same_community = np.equal.outer(np.array([str(c) for c in communities]), np.array([str(c) for c in communities]))
+    held_rows, same_community = held_out_pairs(corpus, held_out, offsets, settings)
 
     def held_out_auc(embed: Any = None) -> float | None:
         """The held-out authors' pair AUC of `embed`'s cosines (None: the projection being trained)."""
