@@ -15,7 +15,9 @@ system's own out-of-fold training scores (the ones its band is fitted on), so no
 
 Each variant's scores go through a logistic map fitted on the out-of-fold training scores (the band needs [0, 1])
 and the system's own band search (`fit_band`: its grid and objective). The test problems are scored once by the
-fitted system; the cells are test AUC, c@1 and overall of each variant beside the system's own answers.
+fitted system; the cells are test AUC, c@1 and overall of each variant beside the system's own answers. "type
+pairs" says how many type pairs had z-norm statistics of their own and how far apart their different-author means
+lie ("spread", `TypePairNorm.spread`): the scale the normalisation takes out.
 
     python benchmarks/type_pair_normalisation.py --set WORK/sets/cmcc-seed0 --seed 0 --systems tfidf,wccn
 """
@@ -60,6 +62,12 @@ class TypePairNorm:
             mine = scores[use & np.array([q == pair for q in pairs])]
             if len(mine) >= MIN_PROBLEMS and mine.std() > 0:
                 self.by_pair[pair] = (float(mine.mean()), float(mine.std()))
+
+    def spread(self) -> float:
+        """How far apart the type pairs with statistics of their own sit: the sd of their means, in units of the
+        pooled sd (0 where none has its own): the scale the normalisation takes out."""
+        means = [mean for mean, _ in self.by_pair.values()]
+        return float(np.std(means) / self.pooled[1]) if means else 0.0
 
     def __call__(self, problems: Sequence[VerificationProblem], scores: np.ndarray) -> np.ndarray:
         stats = np.array([self.by_pair.get(type_pair(p), self.pooled) for p in problems]).reshape(len(problems), 2)
@@ -107,6 +115,7 @@ def run(folder: Path, name: str, seed: int) -> dict[str, dict[str, float]]:
             norm_all(test.problems, test_raw),
         ),
     }
+    rows["type pairs"] = {"with their own statistics": len(norm.by_pair), "spread": round(norm.spread(), 4)}
     for variant, (train_scores, test_scores) in variants.items():
         probability = fit_standardised_logistic(train_scores[:, None], labels, seed=seed)
         band = system.fit_band(train, probability.probabilities(train_scores[:, None]), labels)

@@ -34,6 +34,9 @@ def test_each_type_pair_on_its_own_scale_and_the_rest_on_the_pooled_one(script) 
     np.testing.assert_allclose(z[12:], (scores[12:] - pooled_mean) / pooled_sd)
     unseen = norm([problem(99, "interview", "chat")], np.array([0.4]))
     np.testing.assert_allclose(unseen, (0.4 - pooled_mean) / pooled_sd)
+    # the two type pairs' means (0.8 and 0.2) lie 0.3 from their middle: that is their spread, over the pooled sd
+    assert norm.spread() == pytest.approx(0.3 / pooled_sd)
+    assert script.TypePairNorm(problems[12:], scores[12:], np.ones(2, dtype=bool)).spread() == 0.0
 
 
 def test_z_norm_reads_only_the_problems_it_is_given(script) -> None:
