@@ -157,6 +157,7 @@ def train_sparse_encoder(view: SparseView, corpus: Any, vocabularies: Any, seed:
     held-out authors' pair AUC (start, kept, kept step)."""
     import torch
 
+    from core.progress import Progress
     from systems.style_encoder.ngram import NgramStylePretraining, capped, held_out_pairs, split_authors
     from systems.style_encoder.pretraining import PairSampler, pair_auc, symmetric_info_nce
     from toolkit.style_space import tfidf_rows
@@ -188,21 +189,23 @@ def train_sparse_encoder(view: SparseView, corpus: Any, vocabularies: Any, seed:
 
     best = (0, held_out_auc(), table.weight.detach().clone())
     start = best[1]
-    for step in range(1, settings.steps + 1):
-        batch = sampler.batch()
-        first = embed([offsets[a] + i for a, i, _ in batch])
-        second = embed([offsets[a] + j for a, _, j in batch])
-        loss = symmetric_info_nce(first @ second.T / settings.temperature)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % settings.eval_every and step != settings.steps:
-            continue
-        auc = held_out_auc()
-        if auc > best[1]:
-            best = (step, auc, table.weight.detach().clone())
-        elif (step - best[0]) // settings.eval_every >= settings.patience:
-            break
+    with Progress(settings.steps, desc="sparse view pre-training", unit="steps") as bar:
+        for step in range(1, settings.steps + 1):
+            batch = sampler.batch()
+            first = embed([offsets[a] + i for a, i, _ in batch])
+            second = embed([offsets[a] + j for a, _, j in batch])
+            loss = symmetric_info_nce(first @ second.T / settings.temperature)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            bar.update(1)
+            if step % settings.eval_every and step != settings.steps:
+                continue
+            auc = held_out_auc()
+            if auc > best[1]:
+                best = (step, auc, table.weight.detach().clone())
+            elif (step - best[0]) // settings.eval_every >= settings.patience:
+                break
     encoder = SparseEncoder(vocabularies.char, vocabularies.word, best[2].numpy().astype(np.float64))
     return encoder, {"start": start, "kept": best[1], "kept_step": best[0], "posts": len(rows.indptr) - 1}
 
