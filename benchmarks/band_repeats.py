@@ -158,7 +158,7 @@ def train_sparse_encoder(view: SparseView, corpus: Any, vocabularies: Any, seed:
     import torch
 
     from core.progress import Progress
-    from systems.style_encoder.ngram import NgramStylePretraining, capped, held_out_pairs, split_authors
+    from systems.style_encoder.ngram import NgramStylePretraining, capped, held_out_pairs, hold_out_authors
     from systems.style_encoder.pretraining import PairSampler, pair_auc, symmetric_info_nce
     from toolkit.style_space import tfidf_rows
 
@@ -167,7 +167,7 @@ def train_sparse_encoder(view: SparseView, corpus: Any, vocabularies: Any, seed:
     torch.manual_seed(seed)
     corpus = capped(corpus, settings.posts_per_author, rng)
     offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in corpus.texts])]).astype(np.int64)
-    held_out, training = split_authors(corpus, settings, rng)
+    held_out, training = hold_out_authors(corpus, settings, rng)
     rows = tfidf_rows(vocabularies.char, vocabularies.word, [text for posts in corpus.texts for text in posts])
     rows = rows.tocsr()
     table = torch.nn.EmbeddingBag(rows.shape[1], settings.size, mode="sum", sparse=True)  # x @ W, x sparse

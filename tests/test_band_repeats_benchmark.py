@@ -168,7 +168,7 @@ def test_a_sparse_view_encoder_a_fold_keeps_every_ngram_and_learns_without_the_t
 
     from systems.style_encoder.band_folds import training_pair_folds
     from systems.style_encoder.corpus import excluded_by_sets
-    from systems.style_encoder.ngram import NgramStylePretraining, capped, held_out_pairs, split_authors
+    from systems.style_encoder.ngram import NgramStylePretraining, capped, held_out_pairs, hold_out_authors
     from systems.style_encoder.pretraining import pair_auc
     from systems.style_encoder.verifier import NgramStyle
     from tasks.pan.pan23 import Pan23Task
@@ -199,7 +199,7 @@ def test_a_sparse_view_encoder_a_fold_keeps_every_ngram_and_learns_without_the_t
         settings = NgramStylePretraining(seed=0, steps=60)
         rng = np.random.default_rng(0)
         capped_corpus = capped(corpus, settings.posts_per_author, rng)
-        held_out, _ = split_authors(capped_corpus, settings, rng)
+        held_out, _ = hold_out_authors(capped_corpus, settings, rng)
         offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in capped_corpus.texts])])
         rows, comparable = held_out_pairs(capped_corpus, held_out, offsets, settings)
         texts = [text for posts in capped_corpus.texts for text in posts]

@@ -214,7 +214,7 @@ def capped(corpus: PretrainingCorpus, cap: int, rng: np.random.Generator) -> Pre
     )
 
 
-def split_authors(
+def hold_out_authors(
     corpus: PretrainingCorpus, settings: NgramStylePretraining, rng: np.random.Generator
 ) -> tuple[list[int], list[int]]:
     """(held-out authors, training authors), drawn with `rng`: at most a fifth of the authors held out for early
@@ -262,7 +262,7 @@ def pretrain_ngram_style(
     author_of = np.concatenate([np.full(len(posts), a) for a, posts in enumerate(corpus.texts)]).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum([len(posts) for posts in corpus.texts])]).astype(np.int64)
 
-    held_out, training = split_authors(corpus, settings, rng)
+    held_out, training = hold_out_authors(corpus, settings, rng)
 
     # 1. the whitened style space: basis from a sample of the posts, mean and whitening from the training authors'
     sample = rng.choice(len(texts), min(settings.basis_texts, len(texts)), replace=False)
