@@ -98,6 +98,7 @@ def repeats_curve(standardised: np.ndarray, folds: np.ndarray, labels: np.ndarra
 class FrozenView(NamedTuple):
     """What `--frozen-view` pre-trains a fold (see the module docstring)."""
 
+    name = "frozen"  # the added encoder's folder name in the curve; a class attribute, not a field
     posts: Path
     encoder: str | None  # a model name or folder; None: the offline all-MiniLM-L6-v2
     posts_per_author: int
@@ -108,15 +109,12 @@ class FrozenView(NamedTuple):
 class SparseView(NamedTuple):
     """What `--sparse-view` pre-trains a fold (see the module docstring)."""
 
+    name = "sparse"  # as FrozenView.name
     posts: Path
     steps: int = 3000  # the n-gram encoder's default
     size: int = 256  # the n-gram encoder's embedding size
     lr: float = 1e-3
     init: float = 0.01  # the map's starting weights' sd
-
-
-def view_name(view: FrozenView | SparseView) -> str:
-    return "sparse" if isinstance(view, SparseView) else "frozen"
 
 
 def fold_corpora(posts: Path, record: dict[str, Any], set_folder: Path, seed: int) -> list[tuple[Any, Any]]:
@@ -347,7 +345,7 @@ def folder_curve(
             fold_models.append(model)
         record = json.loads(json.dumps(record))
         for fold in record["folds"]:
-            fold["folders"] = [*fold_folders(fold), view_name(view)]
+            fold["folders"] = [*fold_folders(fold), view.name]
 
     def cosines(problems: Any, k: int, r: int) -> np.ndarray:
         texts = distinct_texts(problems)
@@ -356,12 +354,13 @@ def folder_curve(
     band = band_cosines(train.problems, labels, record, cosines, seed=seed, where=encoders)
     # each encoder of a fold by its folder's ending: "1", "2", ... the seed repeats, "char", "char-2" ... the views
     names = [name.removeprefix("band-fold-1").lstrip("-") or "1" for name in fold_folders(record["folds"][0])]
-    names = [f"{name} view" if name in ("frozen", "sparse") else name for name in names]
+    if view is not None:  # the added encoder, last in each fold
+        names[-1] = f"{view.name} view"
     curve = repeats_curve(band.standardised, band.folds, labels[band.rows])
     if view is not None:
         y, z = labels[band.rows], band.standardised
         curve["view"] = {
-            "name": f"{view_name(view)} view",
+            "name": names[-1],
             "others": float(roc_auc_score(y, z[:-1].mean(axis=0))),
             "with_view": float(roc_auc_score(y, z.mean(axis=0))),
             "weighted": weighted_view_auc(z, band.folds, y),
