@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from core.errors import HarnessError  # noqa: E402
 from core.records import VerificationData, VerificationProblem  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
-from toolkit.calibration import author_pair_folds, cross_fitted_folds  # noqa: E402
+from toolkit.calibration import author_disjoint_folds, truth_authors  # noqa: E402
 from toolkit.style_space import cosine_scores, distinct_texts, fit_basis, fit_space, text_authors  # noqa: E402
 
 VARIANTS = ("plain", "centre", "nap", "both")
@@ -72,19 +72,6 @@ def nap_directions(vectors: np.ndarray, authors: np.ndarray, types: np.ndarray, 
 
 def project_out(vectors: np.ndarray, directions: np.ndarray) -> np.ndarray:
     return vectors - (vectors @ directions) @ directions.T
-
-
-def author_disjoint_folds(
-    train: VerificationData, *, seed: int
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, object]]:
-    """Five author- and text-disjoint folds, or, where they would leave a fold nothing to train on (few authors),
-    folds that leave two author groups out."""
-    assert train.truth is not None
-    authors = [tuple(train.truth[p.id].authors or ()) for p in train.problems]
-    try:
-        return cross_fitted_folds(train.problems, k=5, seed=seed, authors=authors)
-    except HarnessError:
-        return author_pair_folds(train.problems, authors, seed=seed)
 
 
 def fold_scores(
@@ -129,7 +116,7 @@ def screen(train: VerificationData, *, seed: int) -> dict[str, object]:
     assert train.truth is not None
     problems = list(train.problems)
     labels = np.array([train.truth[p.id].same for p in problems], dtype=int)
-    folds, info = author_disjoint_folds(train, seed=seed)
+    folds, info, _ = author_disjoint_folds(problems, truth_authors(train), labels, k=5, seed=seed)
     scores = {name: np.full(len(problems), np.nan) for name in VARIANTS}
     for fitted, held_out in folds:
         fold = fold_scores(train, [problems[i] for i in fitted], [problems[i] for i in held_out], seed)

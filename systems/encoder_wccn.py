@@ -90,6 +90,7 @@ class EncoderWccn(CalibratedVerifier):
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
         device: str = "auto",
         mixed_precision: bool = True,
         cache_dir: str | None = None,
@@ -175,10 +176,9 @@ class EncoderWccn(CalibratedVerifier):
         # training data reads this, never a test score
         by_whiten: dict[str, float | None] = {}
         if self.whiten == "auto":
+            cross_fitting = self.cross_fitting_folds(train, labels, seed=seed)
             for candidate in (True, False):
-                oof, _ = cross_fitted_scores(
-                    train.problems, fitted_with(candidate), k=self.calibration_folds, seed=seed
-                )
+                oof, _ = cross_fitted_scores(train.problems, fitted_with(candidate), folds=cross_fitting)
                 by_whiten[str(candidate).lower()] = float(roc_auc_score(labels, oof)) if both else None
             plain, whitened = by_whiten["false"], by_whiten["true"]
             whiten = not (plain is not None and whitened is not None and plain > whitened)

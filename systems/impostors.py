@@ -160,6 +160,7 @@ class GeneralImpostors(CalibratedVerifier):
         impostors: int = 25,
         rank: int = 1,
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
         grid_step: float = 0.01,
         objective: str = "overall",
     ) -> None:

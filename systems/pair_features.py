@@ -38,7 +38,8 @@ PAN14 ranking score, of the out-of-fold leaf probabilities), at least `min_sampl
 Where this departs from the paper: the paper's text was not at hand when this was written, so its exact
 features, measures and tree settings are not reproduced; the feature list, the search grid and the leaf
 size are ours, in the paper's spirit. Ours for certain:
-- Cross-validation folds are text-disjoint (`toolkit.calibration.cross_fitted_folds`), since PAN corpora
+- Cross-validation folds are text-disjoint (`toolkit.calibration.cross_fitted_folds`; with `calibration_by="authors"`
+  author-disjoint too, `CalibratedVerifier.cross_fitting_folds`), since PAN corpora
   reuse texts across problems.
 - An abstain band (`toolkit.calibration`) is fitted on the chosen tree's out-of-fold probabilities. The
   same out-of-fold probabilities choose the tree's settings and fit the band, which flatters the band a
@@ -75,7 +76,7 @@ from core.errors import HarnessError
 from core.progress import pbar
 from core.records import VerificationData, VerificationProblem
 from harness.seeding import legacy_seed
-from toolkit.calibration import cross_fitted_folds, objective_function
+from toolkit.calibration import objective_function
 from toolkit.verifier import CalibratedVerifier, require_both_classes
 
 FEATURES = (
@@ -360,6 +361,7 @@ class PairFeatures(CalibratedVerifier):
         min_samples_leaf: int = 5,
         trees: int = 1,
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
         grid_step: float = 0.01,
         objective: str = "task",
         pos_tags: bool = False,
@@ -395,7 +397,7 @@ class PairFeatures(CalibratedVerifier):
 
             require_english(train, system=self.name)
         x = self.features(train.problems)
-        folds, info = cross_fitted_folds(train.problems, k=self.calibration_folds, seed=seed)
+        folds, info = self.cross_fitting_folds(train, labels, seed=seed)
         select = objective_function("auc_x_c_at_1")
         best: tuple[float, int, int] | None = None
         best_oof = np.zeros(0)

@@ -9,7 +9,7 @@ same over this harness's verifiers (its `members`). The overview's exact combina
 this was written, so the rule and the settings below are ours, not the paper's.
 
 Fitting, so that nothing is fitted on scores of problems the scorer saw:
-1. Meta-features. The training problems are cut into `folds` folds (`toolkit.calibration.cross_fitted_folds`:
+1. Meta-features. The training problems are cut into `folds` folds (`toolkit.calibration.author_disjoint_folds`:
    text-disjoint, and author-disjoint where the truth names authors and that leaves every fold training
    problems; `info["by"]` says which). For each fold every member is built fresh (with its `member_params`),
    fitted on the other folds and scores the fold's problems. A member's meta-feature is its score before its
@@ -72,7 +72,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem
 from harness.seeding import legacy_seed
-from toolkit.calibration import author_pair_folds, band_objective, cross_fitted_folds, objective_function
+from toolkit.calibration import author_disjoint_folds, band_objective, objective_function, truth_authors
 from toolkit.verifier import CalibratedVerifier, check_folds, require_both_classes
 
 DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "tfidf", "wccn")
@@ -305,16 +305,8 @@ class StackedEnsemble(CalibratedVerifier):
         classes = [_member_class(name) for name in self.members]  # an unknown name fails before any fitting
         problems = train.problems
         assert train.truth is not None
-        truths = [train.truth[p.id] for p in problems]
-        authors = [t.authors for t in truths] if all(t.authors for t in truths) else None
-        try:
-            folds, fold_info = cross_fitted_folds(problems, k=self.folds, seed=seed, authors=authors)
-            fold_info["by"] = "texts and authors" if authors else "texts"
-            authors_apart = authors is not None
-        except HarnessError:
-            if authors is None:
-                raise
-            folds, fold_info, authors_apart = self._few_author_folds(problems, authors, labels, seed)
+        authors = truth_authors(train)
+        folds, fold_info, authors_apart = author_disjoint_folds(problems, authors, labels, k=self.folds, seed=seed)
         if not authors_apart:
             # a member that learns the training authors (wccn: their within-author covariance) then scores its
             # held-out problems' authors as seen ones: on CMCC wccn's out-of-fold AUC was 0.92, its test AUC 0.62;
@@ -423,29 +415,6 @@ class StackedEnsemble(CalibratedVerifier):
             "selection": [[self.members[j], value] for j, value in zip(order[: len(trail)], trail, strict=True)],
             "meta_auc_x_c_at_1": measure(labels, band.apply(meta_scores)),
         }
-
-    def _few_author_folds(
-        self,
-        problems: Sequence[VerificationProblem],
-        authors: Sequence[Sequence[str]],
-        labels: np.ndarray,
-        seed: int,
-    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, Any], bool]:
-        """Folds where few authors write many problems (CMCC: 7 training authors), so that no k-fold split keeps
-        a fold's authors out of its training part: members fitted without two authors (or author groups) score
-        their problems (`author_pair_folds`). Where that leaves a fold no training problem, or one class only
-        (fewer than 3 authors, or 3 with one writing alone), folds that keep only texts apart; `info["by"]` names
-        the reason. The flag says whether the folds keep authors apart."""
-        try:
-            folds, fold_info = author_pair_folds(problems, authors, seed=seed)
-            if any(labels[train].all() or not labels[train].any() for train, _ in folds):
-                raise HarnessError("a fold's training problems are of one class")
-            fold_info["by"] = "authors, two groups left out a fold (author-disjoint k folds leave one empty)"
-            return folds, fold_info, True
-        except HarnessError as error:
-            folds, fold_info = cross_fitted_folds(problems, k=self.folds, seed=seed)
-            fold_info["by"] = f"texts (author-pair folds cannot be used: {error})"
-            return folds, fold_info, False
 
     def _select(
         self, meta: np.ndarray, labels: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]], seed: int

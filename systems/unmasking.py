@@ -114,6 +114,7 @@ class Unmasking(CalibratedVerifier):
         folds: int = 10,
         svm_c: float = 1.0,
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
         grid_step: float = 0.01,
         objective: str = "task",
     ) -> None:

@@ -108,6 +108,7 @@ class WccnCosine(CalibratedVerifier):
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
     ) -> None:
         check_space_params(dimensions, shrinkage, char_features, word_features)
         if background_texts < 2 or background_length < 1:

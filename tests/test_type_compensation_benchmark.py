@@ -11,6 +11,7 @@ from helpers.benchmark_script import load_benchmark
 from helpers.cmcc import cmcc_rows, cross_genre_training_data
 
 from systems.wccn import WccnCosine
+from toolkit.calibration import author_disjoint_folds, truth_authors
 
 
 def _script() -> Any:
@@ -40,7 +41,8 @@ def test_screen_on_cmcc_plain_is_wccns_space_and_folds_leave_authors_out(cmcc: P
     rows = [r for r in cmcc_rows(cmcc) if int(r[0]) <= 7]
     train = cross_genre_training_data(rows, 120, np.random.default_rng(0), tmp_path)
     assert train.truth is not None
-    folds, info = script.author_disjoint_folds(train, seed=0)
+    labels = np.array([train.truth[p.id].same for p in train.problems])
+    folds, info, _ = author_disjoint_folds(train.problems, truth_authors(train), labels, k=5, seed=0)
     assert info["grouping"] == "author pairs"  # 7 authors: five author-disjoint folds would leave one empty
     for fitted, held_out in folds:
         seen = {a for i in fitted for a in train.truth[train.problems[i].id].authors}

@@ -3,8 +3,8 @@
 A verifier writes `raw_scores` (a number per problem, higher: more likely the same author), passes its
 constructor's `locals()` to the base (which keeps each parameter under its own name), and fits in `_fit`, where
 it fits the band with `cross_fit_band` (out-of-fold raw scores) or `fit_band`. The base owns the rest: the band
-settings (`grid_step`, `objective`, `calibration_folds`), the probability map and `predict`, the fitted check,
-`params`, and the checkpoint (`save`/`load`; the band's state keys "band", "seed" and "calibration", the
+settings (`grid_step`, `objective`, `calibration_folds`, `calibration_by`), the probability map and `predict`, the
+fitted check, `params`, and the checkpoint (`save`/`load`; the band's state keys "band", "seed" and "calibration", the
 verifier's own through `_state` and `_restore`). A new verifier is one class (tests/toolkit/test_verifier_base.py
 has it whole) and a line in `harness.registry.SYSTEMS`:
 
@@ -42,17 +42,23 @@ from harness.system import constructor_params
 from toolkit.calibration import (
     AbstainBand,
     FitAndScore,
+    author_disjoint_folds,
     band_from_state,
     band_grid,
     band_objective,
     check_objective,
+    cross_fitted_folds,
     cross_fitted_scores,
     fit_abstain_band,
     training_labels,
+    truth_authors,
 )
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
 
 _Verifier = TypeVar("_Verifier", bound="CalibratedVerifier")
+
+
+CALIBRATION_BY = ("texts", "authors")
 
 
 def check_folds(folds: int, name: str = "calibration_folds") -> None:
@@ -81,6 +87,8 @@ class CalibratedVerifier:
     # whether the checkpoint holds the cross-fitting summary under "calibration"; False for the verifiers that
     # keep their fit summary in a state entry of their own
     CALIBRATION_IN_STATE: ClassVar[bool] = True
+    # what the cross-fitting folds keep apart: a verifier without the `calibration_by` parameter keeps texts apart
+    calibration_by: str = "texts"
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
         """Keep each parameter of the subclass's signature under its own name (`parameters`: its `locals()`).
@@ -96,6 +104,8 @@ class CalibratedVerifier:
         check_objective(self.objective)
         if "calibration_folds" in names:
             check_folds(self.calibration_folds)
+        if self.calibration_by not in CALIBRATION_BY:
+            raise ValueError(f"calibration_by must be one of {', '.join(CALIBRATION_BY)}, got {self.calibration_by!r}")
         for attribute in self.FITTED:
             setattr(self, attribute, None)
         self._band: AbstainBand | None = None
@@ -144,10 +154,23 @@ class CalibratedVerifier:
         the second (`toolkit.calibration.cross_fitted_scores`); the folds' summary becomes `calibration_info`.
         """
         scores, self._calibration = cross_fitted_scores(
-            train.problems, fit_and_score, k=self.calibration_folds, seed=seed
+            train.problems, fit_and_score, folds=self.cross_fitting_folds(train, labels, seed=seed)
         )
         self._band = self.fit_band(train, scores, labels)
         return scores
+
+    def cross_fitting_folds(
+        self, train: VerificationData, labels: np.ndarray, *, seed: int
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, Any]]:
+        """(folds, info) for the out-of-fold scores: `calibration_folds` folds that keep texts apart, and with
+        `calibration_by="authors"` authors too where the truth names them (`author_disjoint_folds`: a test split's
+        authors are new, and a scorer that learnt a held-out problem's author scores it better than a test problem)."""
+        if self.calibration_by == "authors":
+            folds, info, _ = author_disjoint_folds(
+                train.problems, truth_authors(train), labels, k=self.calibration_folds, seed=seed
+            )
+            return folds, info
+        return cross_fitted_folds(train.problems, k=self.calibration_folds, seed=seed)
 
     # --- answering ---------------------------------------------------------------------------------------
 

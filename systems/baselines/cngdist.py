@@ -121,6 +121,7 @@ class CharNgramDistance(TfidfCosineSystem):
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
     ) -> None:
         if ngram_size < 1:
             raise ValueError(f"ngram_size must be positive, got {ngram_size!r}")

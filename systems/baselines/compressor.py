@@ -74,6 +74,7 @@ class CompressorBaseline(CalibratedVerifier):
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
     ) -> None:
         if not 2 <= order <= 64:
             raise ValueError(f"PPMd order must be in 2..64, got {order!r}")

@@ -42,7 +42,14 @@ class LengthRatio(CalibratedVerifier):
 
     name: ClassVar[str] = "length_ratio"
 
-    def __init__(self, *, grid_step: float = 0.01, objective: str = "overall", calibration_folds: int = 5) -> None:
+    def __init__(
+        self,
+        *,
+        grid_step: float = 0.01,
+        objective: str = "overall",
+        calibration_folds: int = 5,
+        calibration_by: str = "texts",
+    ) -> None:
         super().__init__(locals())
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:

@@ -23,6 +23,7 @@ class WordTfidf(TfidfCosineSystem):
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
     ) -> None:
         if max_ngram < 1:
             raise ValueError(f"max_ngram must be positive, got {max_ngram!r}")

@@ -109,6 +109,7 @@ class TypedNgrams(TfidfCosineSystem):
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
     ) -> None:
         types = tuple(types)  # a checkpoint's JSON gives a list
         unknown = sorted(set(types) - set(NGRAM_TYPES))

@@ -89,6 +89,7 @@ class NgramStyle(CalibratedVerifier):
         grid_step: float = 0.01,
         objective: str = "overall",
         calibration_folds: int = 5,
+        calibration_by: str = "texts",
     ) -> None:
         ngram_settings(steps=steps, dimensions=dimensions, char_features=char_features, word_features=word_features)
         super().__init__(locals())

@@ -227,6 +227,7 @@ def test_registry_names_these_classes() -> None:
         "grid_step": 0.01,
         "objective": "overall",
         "calibration_folds": 5,
+        "calibration_by": "texts",
     }
 
 

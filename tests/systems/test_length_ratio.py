@@ -47,6 +47,7 @@ def test_fit_predict_save_load(tmp_path: Path) -> None:
         "grid_step": 0.01,
         "objective": "overall",
         "calibration_folds": 5,
+        "calibration_by": "texts",
     }
     with pytest.raises(ValueError):
         LengthRatio(objective="nope")

@@ -606,19 +606,3 @@ def test_folds_leave_two_authors_out_where_k_folds_cannot_keep_authors_apart(
     assert "folds keep texts apart but not authors" not in caplog.text
     answers = [a.value for a in system.predict(Pan23Task().load(tmp_path / "set", "test").problems)]
     assert len(answers) == 40
-
-
-def test_two_or_three_authors_leave_only_text_disjoint_folds() -> None:
-    """With fewer than 3 authors no fold can leave two out and keep a training problem, and with 3 a fold trains
-    on one author's same-author problems only: folds keep texts apart, and `info["by"]` says so (the fit warns)."""
-    for names in ("AB", "ABC"):
-        authors = [(names[i % len(names)],) if i % 2 else (names[i % len(names)], names[(i + 1) % len(names)])
-                   for i in range(12)]  # fmt: skip
-        texts = [(f"{a[0]} text {i}", f"{a[-1]} text {i}") for i, a in enumerate(authors)]
-        problems = [VerificationProblem(f"p{i}", pair) for i, pair in enumerate(texts)]
-        labels = np.array([len(a) == 1 for a in authors])
-        folds, info, authors_apart = StackedEnsemble()._few_author_folds(problems, authors, labels, seed=0)
-        reason = "need at least 3 authors, got 2" if names == "AB" else "training problems are of one class"
-        assert not authors_apart and info["by"].startswith("texts (author-pair folds cannot be used: "), names
-        assert reason in info["by"], info["by"]
-        assert sorted(i for _, held_out in folds for i in held_out) == list(range(12))

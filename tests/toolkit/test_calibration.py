@@ -13,6 +13,7 @@ from core.records import NO_ANSWER, VerificationData, VerificationProblem, Verif
 from harness.metrics.verification import evaluate_all
 from toolkit.calibration import (
     AbstainBand,
+    author_disjoint_folds,
     author_pair_folds,
     band_grid,
     class_balanced,
@@ -22,6 +23,7 @@ from toolkit.calibration import (
     objective_function,
     rescale_with_abstain_band,
     training_labels,
+    truth_authors,
 )
 from toolkit.splits import shared_texts
 
@@ -296,6 +298,53 @@ def test_author_pair_folds_group_many_authors_and_refuse_too_few() -> None:
     few, few_owners = _author_pair_problems(2)
     with pytest.raises(HarnessError, match="at least 3 authors, got 2"):
         author_pair_folds(few, few_owners, seed=0)
+
+
+def test_author_disjoint_folds_keep_authors_apart_by_k_folds_then_author_pairs() -> None:
+    """Many authors: k author- and text-disjoint folds. CMCC's shape (7 authors in every problem): k folds would leave
+    one empty, so two author groups out a fold. No authors named: texts apart only, and the info says why."""
+    owners = [(f"a{i}",) for i in range(30)] + [(f"b{i}", f"c{i}") for i in range(30)]
+    texts = [(f"{o[0]} known {i}", f"{o[-1]} unknown {i}") for i, o in enumerate(owners)]
+    problems = [VerificationProblem(f"p{i}", pair) for i, pair in enumerate(texts)]
+    labels = np.array([len(o) == 1 for o in owners])
+    folds, info, apart = author_disjoint_folds(problems, owners, labels, k=5, seed=0)
+    assert apart and info["by"] == "texts and authors" and len(folds) == 5
+    for train, held_out in folds:
+        assert not {a for i in held_out for a in owners[i]} & {a for i in train for a in owners[i]}
+
+    few, few_owners = _author_pair_problems(7)
+    few_labels = np.array([len(set(o)) == 1 for o in few_owners])
+    folds, info, apart = author_disjoint_folds(few, few_owners, few_labels, k=5, seed=0)
+    assert apart and info["grouping"] == "author pairs" and info["by"].startswith("authors, two groups left out")
+
+    folds, info, apart = author_disjoint_folds(problems, None, labels, k=5, seed=0)
+    texts_only, _ = cross_fitted_folds(problems, k=5, seed=0)
+    assert not apart and info["by"] == "texts (the truth names no authors)"
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(folds, texts_only, strict=True))
+
+
+def test_truth_authors_are_none_unless_the_truth_names_every_problems_authors(tmp_path: Path) -> None:
+    problems = (VerificationProblem("p0", ("a", "b")), VerificationProblem("p1", ("c", "d")))
+    named = {"p0": VerificationTruth("p0", True, ("x", "x")), "p1": VerificationTruth("p1", False, ("y", "z"))}
+    assert truth_authors(VerificationData(problems, named, tmp_path, "train")) == [("x", "x"), ("y", "z")]
+    partly = named | {"p1": VerificationTruth("p1", False)}
+    assert truth_authors(VerificationData(problems, partly, tmp_path, "train")) is None
+
+
+def test_two_or_three_authors_leave_only_text_disjoint_folds() -> None:
+    """With fewer than 3 authors no fold can leave two out and keep a training problem, and with 3 a fold trains
+    on one author's same-author problems only: folds keep texts apart, and `info["by"]` says so (stacked warns)."""
+    for names in ("AB", "ABC"):
+        authors = [(names[i % len(names)],) if i % 2 else (names[i % len(names)], names[(i + 1) % len(names)])
+                   for i in range(12)]  # fmt: skip
+        texts = [(f"{a[0]} text {i}", f"{a[-1]} text {i}") for i, a in enumerate(authors)]
+        problems = [VerificationProblem(f"p{i}", pair) for i, pair in enumerate(texts)]
+        labels = np.array([len(a) == 1 for a in authors])
+        folds, info, authors_apart = author_disjoint_folds(problems, authors, labels, k=5, seed=0)
+        reason = "need at least 3 authors, got 2" if names == "AB" else "training problems are of one class"
+        assert not authors_apart and info["by"].startswith("texts (author-pair folds cannot be used: "), names
+        assert reason in info["by"], info["by"]
+        assert sorted(i for _, held_out in folds for i in held_out) == list(range(12))
 
 
 def test_cross_fitted_folds_are_seeded() -> None:
