@@ -286,7 +286,9 @@ def truth_authors(data: VerificationData) -> list[tuple[str, ...]] | None:
     if data.truth is None:
         raise HarnessError(f"{data.source}: fitting needs a split with truth")
     named = [data.truth[problem.id].authors for problem in data.problems]
-    return [tuple(authors) for authors in named] if all(named) else None  # type: ignore[arg-type]
+    if not all(named):
+        return None
+    return [tuple(authors or ()) for authors in named]
 
 
 def author_disjoint_folds(
