@@ -37,19 +37,17 @@ from core.errors import HarnessError  # noqa: E402
 from core.records import VerificationData, VerificationProblem  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
 from toolkit.calibration import author_disjoint_folds, truth_authors  # noqa: E402
-from toolkit.style_space import cosine_scores, distinct_texts, fit_basis, fit_space, text_authors  # noqa: E402
+from toolkit.style_space import (  # noqa: E402
+    cosine_scores,
+    distinct_texts,
+    fit_basis,
+    fit_space,
+    text_authors,
+    text_types,
+)
 
 VARIANTS = ("plain", "centre", "nap", "both")
 WCCN = {"dimensions": 200, "char_features": 30_000, "word_features": 10_000, "shrinkage": 0.1}  # wccn's defaults
-
-
-def text_types(problems: Sequence[VerificationProblem]) -> dict[str, str]:
-    """Each text's discourse type, as the problems give it ("" where they give none)."""
-    types: dict[str, str] = {}
-    for problem in problems:
-        for text, kind in zip(problem.texts, problem.discourse_types or (), strict=False):
-            types.setdefault(text, kind)
-    return types
 
 
 def nap_directions(vectors: np.ndarray, authors: np.ndarray, types: np.ndarray, rank: int) -> tuple[np.ndarray, int]:
@@ -75,11 +73,15 @@ def project_out(vectors: np.ndarray, directions: np.ndarray) -> np.ndarray:
 
 
 def fold_scores(
-    train: VerificationData, fitted: Sequence[VerificationProblem], held_out: Sequence[VerificationProblem], seed: int
+    train: VerificationData,
+    types_of: Mapping[str, str],
+    fitted: Sequence[VerificationProblem],
+    held_out: Sequence[VerificationProblem],
+    seed: int,
 ) -> dict[str, np.ndarray]:
-    """Each variant's cosine scores of `held_out`, with the space (and type statistics) of `fitted` only."""
+    """Each variant's cosine scores of `held_out`, with the space (and type statistics) of `fitted` only;
+    `types_of`: every training text's discourse type."""
     assert train.truth is not None
-    types_of = text_types(train.problems)
     texts, authors = text_authors(fitted, train.truth)
     basis = fit_basis(
         texts, dimensions=WCCN["dimensions"], char_features=WCCN["char_features"],
@@ -117,9 +119,10 @@ def screen(train: VerificationData, *, seed: int) -> dict[str, object]:
     problems = list(train.problems)
     labels = np.array([train.truth[p.id].same for p in problems], dtype=int)
     folds, info, _ = author_disjoint_folds(problems, truth_authors(train), labels, k=5, seed=seed)
+    types_of = text_types(problems)
     scores = {name: np.full(len(problems), np.nan) for name in VARIANTS}
     for fitted, held_out in folds:
-        fold = fold_scores(train, [problems[i] for i in fitted], [problems[i] for i in held_out], seed)
+        fold = fold_scores(train, types_of, [problems[i] for i in fitted], [problems[i] for i in held_out], seed)
         for name in VARIANTS:
             scores[name][held_out] = fold[name]
     return {"auc": {name: float(roc_auc_score(labels, scores[name])) for name in VARIANTS}, "folds": info}

@@ -12,6 +12,7 @@ from helpers.cmcc import cmcc_rows, cross_genre_training_data
 
 from systems.wccn import WccnCosine
 from toolkit.calibration import author_disjoint_folds, truth_authors
+from toolkit.style_space import text_types
 
 
 def _script() -> Any:
@@ -51,7 +52,8 @@ def test_screen_on_cmcc_plain_is_wccns_space_and_folds_leave_authors_out(cmcc: P
 
     fitted, held_out = folds[0]
     problems = list(train.problems)
-    scores = script.fold_scores(train, [problems[i] for i in fitted], [problems[i] for i in held_out], 0)
+    types_of = text_types(problems)
+    scores = script.fold_scores(train, types_of, [problems[i] for i in fitted], [problems[i] for i in held_out], 0)
     # the control is wccn itself: its cosine on the same fold, from wccn's own fitted space
     wccn = WccnCosine()
     space = wccn._fit_space([problems[i] for i in fitted], train.truth, None, seed=0)

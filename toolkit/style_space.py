@@ -116,6 +116,16 @@ class StyleSpace(NamedTuple):
         return cls(Basis(char, word, components), mean, whitening)
 
 
+def text_types(problems: Sequence[VerificationProblem]) -> dict[str, str]:
+    """Each text's discourse type, as the first problem that gives one says; texts whose problems give none are
+    absent (callers read them as "")."""
+    types: dict[str, str] = {}
+    for problem in problems:
+        for text, kind in zip(problem.texts, problem.discourse_types or (), strict=False):
+            types.setdefault(text, kind)
+    return types
+
+
 def text_authors(
     problems: Sequence[VerificationProblem], truth: Mapping[str, VerificationTruth]
 ) -> tuple[list[str], np.ndarray]:

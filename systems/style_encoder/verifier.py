@@ -42,7 +42,7 @@ from systems.style_encoder.ngram import (
 )
 from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, not_read, read_folds
 from toolkit.calibration import fit_then_score
-from toolkit.style_space import cosine_scores, distinct_texts, text_authors
+from toolkit.style_space import cosine_scores, distinct_texts, text_authors, text_types
 from toolkit.verifier import CalibratedVerifier
 
 
@@ -52,10 +52,7 @@ def problems_corpus(
     """The training problems' texts by author group, each text's discourse type where the problems give one; threads
     and communities are unknown (`PretrainingCorpus.unthreaded`)."""
     texts, authors = text_authors(problems, truth)
-    kinds: dict[str, str] = {}
-    for problem in problems:
-        for text, kind in zip(problem.texts, problem.discourse_types or (), strict=False):
-            kinds.setdefault(text, kind)
+    kinds = text_types(problems)
     by_group: dict[int, list[str]] = {}
     for text, group in zip(texts, authors.tolist(), strict=True):
         by_group.setdefault(group, []).append(text)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from core.errors import HarnessError
-from toolkit.style_space import within_author_whitening
+from core.records import VerificationProblem
+from toolkit.style_space import text_types, within_author_whitening
 
 
 def test_whitening_makes_the_within_author_covariance_the_identity():
@@ -23,3 +24,12 @@ def test_whitening_makes_the_within_author_covariance_the_identity():
 def test_no_author_with_two_texts_is_refused():
     with pytest.raises(HarnessError, match="no training author has two texts"):
         within_author_whitening(np.eye(3), np.arange(3), shrinkage=0.1)
+
+
+def test_text_types_keeps_the_first_type_given_and_leaves_out_untyped_texts():
+    problems = [
+        VerificationProblem("a", ("t1", "t2"), ("email", "essay")),
+        VerificationProblem("b", ("t2", "t3"), ("blog", "chat")),  # t2 keeps the type its first problem gave
+        VerificationProblem("c", ("t4", "t1")),  # no types given: t4 stays out, t1 keeps "email"
+    ]
+    assert text_types(problems) == {"t1": "email", "t2": "essay", "t3": "chat"}
