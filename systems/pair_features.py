@@ -44,6 +44,9 @@ size are ours, in the paper's spirit. Ours for certain:
 - An abstain band (`toolkit.calibration`) is fitted on the chosen tree's out-of-fold probabilities. The
   same out-of-fold probabilities choose the tree's settings and fit the band, which flatters the band a
   little (10 candidates).
+- `fold_prior="corrected"` moves each fold tree's probabilities from its training part's share of same-author
+  problems to the whole split's (`toolkit.calibration.prior_corrected`), so the band reads them on the answering
+  tree's scale; the default, "as_fitted", keeps them as they come.
 
 A forest variant, `trees` > 1 (e.g. `--param trees=200`): a random forest (Breiman 2001) of that many CART
 trees, gini, grown to `min_samples_leaf`, no search; not the paper's model. It was chosen on training data
@@ -76,7 +79,7 @@ from core.errors import HarnessError
 from core.progress import pbar
 from core.records import VerificationData, VerificationProblem
 from harness.seeding import legacy_seed
-from toolkit.calibration import objective_function
+from toolkit.calibration import check_fold_prior, fold_model_scores, objective_function
 from toolkit.verifier import CalibratedVerifier, require_both_classes
 
 FEATURES = (
@@ -365,9 +368,11 @@ class PairFeatures(CalibratedVerifier):
         grid_step: float = 0.01,
         objective: str = "task",
         pos_tags: bool = False,
+        fold_prior: str = "as_fitted",
     ) -> None:
         if min_samples_leaf < 1 or trees < 1:
             raise ValueError(f"need min_samples_leaf >= 1 and trees >= 1, got {min_samples_leaf}, {trees}")
+        check_fold_prior(fold_prior)
         super().__init__(locals())
         self._tree: TreeArrays | None = None
         self._chosen: dict[str, Any] | None = None
@@ -405,7 +410,8 @@ class PairFeatures(CalibratedVerifier):
         for c, (criterion, depth) in enumerate(candidates):
             oof = np.zeros(len(labels))
             for fit_on, held_out in folds:
-                oof[held_out] = self._fit_tree(x[fit_on], labels[fit_on], criterion, depth, seed).predict(x[held_out])
+                tree = self._fit_tree(x[fit_on], labels[fit_on], criterion, depth, seed)
+                oof[held_out] = fold_model_scores(tree.predict(x[held_out]), labels[fit_on], labels, self.fold_prior)
             key = (select(labels, oof), -(depth or 0), -c)  # best score, then the shallower tree, then the first
             if best is None or key > best:
                 best, best_oof, chosen = key, oof, {"criterion": criterion, "max_depth": depth}

@@ -7,6 +7,9 @@ turns them into the probability of "same author"; an abstain band on top leaves 
 at 0.5. The band is fitted on out-of-fold probabilities of the training problems: each from a
 regression fitted on the other folds, which hold none of its texts (`toolkit.calibration.cross_fitted_scores`,
 `calibration_folds`, 5 by default); the regression that answers is fitted on all training problems.
+With `fold_prior="corrected"` each fold regression's probabilities are first moved from its training part's
+share of same-author problems to the whole split's (`toolkit.calibration.prior_corrected`), the balance the
+answering regression learns; the default, "as_fitted", keeps them as they come.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from core.errors import HarnessError
 from core.progress import pbar
 from core.records import NO_ANSWER, VerificationData, VerificationProblem
-from toolkit.calibration import AbstainBand
+from toolkit.calibration import AbstainBand, check_fold_prior, fold_model_scores
 from toolkit.logistic import StandardisedLogistic, fit_standardised_logistic
 from toolkit.verifier import CalibratedVerifier, require_both_classes
 
@@ -75,6 +78,7 @@ class CompressorBaseline(CalibratedVerifier):
         objective: str = "overall",
         calibration_folds: int = 5,
         calibration_by: str = "texts",
+        fold_prior: str = "as_fitted",
     ) -> None:
         if not 2 <= order <= 64:
             raise ValueError(f"PPMd order must be in 2..64, got {order!r}")
@@ -84,6 +88,7 @@ class CompressorBaseline(CalibratedVerifier):
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
         if not 0.0 <= radius < 0.5:
             raise ValueError(f"radius must be in [0, 0.5), got {radius!r}")
+        check_fold_prior(fold_prior)
         super().__init__(locals())
         # the fitted model: feature standardisation, logistic regression weights
         self._model: StandardisedLogistic | None = None
@@ -120,9 +125,9 @@ class CompressorBaseline(CalibratedVerifier):
                         f"{train.source}: a calibration fold's training part holds one class only; "
                         "use fewer calibration_folds"
                     )
-                return fit_standardised_logistic(x[train_indices], labels[train_indices], seed=seed).probabilities(
-                    x[held_out_indices]
-                )
+                model = fit_standardised_logistic(x[train_indices], labels[train_indices], seed=seed)
+                probabilities = model.probabilities(x[held_out_indices])
+                return fold_model_scores(probabilities, labels[train_indices], labels, self.fold_prior)
 
             self.cross_fit_band(train, labels, fit_and_score, seed=seed)
         self._model = fit_standardised_logistic(x, labels, seed=seed)

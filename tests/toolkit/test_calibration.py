@@ -16,11 +16,14 @@ from toolkit.calibration import (
     author_disjoint_folds,
     author_pair_folds,
     band_grid,
+    check_fold_prior,
     class_balanced,
     cross_fitted_folds,
     cross_fitted_scores,
     fit_abstain_band,
+    fold_model_scores,
     objective_function,
+    prior_corrected,
     rescale_with_abstain_band,
     training_labels,
     truth_authors,
@@ -379,3 +382,27 @@ def test_a_band_fitted_on_skewed_weak_scores_answers_one_class_and_on_balanced_o
     band = fit_abstain_band(*class_balanced(scores, labels), step=0.01)
     answers = band.apply(scores)
     assert (answers < 0.5).any() and (answers > 0.5).any()
+
+
+def test_prior_corrected_is_bayes_rule_for_a_new_class_balance() -> None:
+    # two Gaussian classes: the posterior of "same" under one prior, moved to another, is the posterior there
+    x = np.linspace(-3.0, 3.0, 25)
+    same, different = np.exp(-0.5 * (x - 1.0) ** 2), np.exp(-0.5 * (x + 1.0) ** 2)
+
+    def posterior(prior: float) -> np.ndarray:
+        return prior * same / (prior * same + (1 - prior) * different)
+
+    np.testing.assert_allclose(prior_corrected(posterior(0.62), 0.62, 0.5), posterior(0.5), rtol=1e-12)
+    np.testing.assert_allclose(prior_corrected(posterior(0.5), 0.5, 0.3), posterior(0.3), rtol=1e-12)
+    assert list(prior_corrected(np.array([0.0, 1.0]), 0.62, 0.5)) == [0.0, 1.0]  # a pure leaf stays pure
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        prior_corrected(np.array([0.5]), 1.0, 0.5)
+
+
+def test_fold_model_scores_corrects_only_when_asked() -> None:
+    p = np.array([0.2, 0.6, 0.9])
+    fold_labels, labels = np.array([1, 1, 1, 0]), np.array([1, 1, 0, 0])
+    assert np.array_equal(fold_model_scores(p, fold_labels, labels, "as_fitted"), p)
+    np.testing.assert_allclose(fold_model_scores(p, fold_labels, labels, "corrected"), prior_corrected(p, 0.75, 0.5))
+    with pytest.raises(ValueError, match="fold_prior must be one of as_fitted, corrected"):
+        check_fold_prior("balanced")
