@@ -138,8 +138,9 @@ def fit_abstain_band(
 
 def prior_corrected(probabilities: np.ndarray, fitted_share: float, target_share: float) -> np.ndarray:
     """Probabilities of "same author" from a classifier fitted where `fitted_share` of the problems were
-    same-author, moved to where `target_share` are (Saerens et al. 2002; for a logistic model this is its intercept
-    refitted): logit(p') = logit(p) - logit(fitted_share) + logit(target_share).
+    same-author, moved to where `target_share` are (Bayes' rule, as in Saerens et al. 2002; for a well-specified
+    logistic model, the intercept it would learn at the new balance): logit(p') = logit(p) - logit(fitted_share) +
+    logit(target_share).
 
     Cross-fitting needs it where a fold's training part has another class balance than the whole split: folds that
     keep authors apart drop more different-author problems (each touches two authors), so on CMCC their training
