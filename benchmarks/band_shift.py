@@ -27,24 +27,22 @@ sys.path.insert(0, str(REPO_ROOT))
 from core.errors import HarnessError  # noqa: E402
 from core.records import VerificationData  # noqa: E402
 from harness.metrics.verification import auc  # noqa: E402
+from harness.params import build, parse_cli  # noqa: E402
 from harness.registry import system_class  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
 from toolkit.calibration import AbstainBand  # noqa: E402
 
 
 def parse_system(spec: str) -> tuple[str, dict[str, Any]]:
-    """ "name" or "name:key=value,key=value" (values read as JSON where they parse, else as text)."""
+    """ "name" or "name:key=value,key=value", the values typed as `harness run --param` types them."""
     name, _, rest = spec.partition(":")
-    params: dict[str, Any] = {}
+    pairs: dict[str, str] = {}
     for item in filter(None, rest.split(",")):
         key, sep, value = item.partition("=")
         if not sep:
             raise HarnessError(f"--system {spec!r}: {item!r} is not key=value")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return name, params
+        pairs[key] = value
+    return name, parse_cli(system_class(name), pairs)
 
 
 def side(scores: np.ndarray, labels: np.ndarray, band: AbstainBand) -> dict[str, float]:
@@ -76,7 +74,7 @@ def fit_and_score(
 ) -> Fitted:
     """Fit `name` with `params` on `train`, recording the scores its band is fitted on; score `test`."""
     assert train.truth is not None and test.truth is not None
-    system = system_class(name)(**params)
+    system = build(system_class(name), params)  # unknown names and bad values refused as `harness run` does
     recorded: dict[str, np.ndarray] = {}
     fit_band = system.fit_band
 
