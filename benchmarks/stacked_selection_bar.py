@@ -25,7 +25,6 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from type_pair_normalisation import keep_band_scores  # noqa: E402
 from verification_all import ROWS, main_measure, set_folders, task_of  # noqa: E402
 
 from harness.data_location import DataLocation  # noqa: E402
@@ -48,9 +47,9 @@ def out_of_fold_main(row: str, folder: Path, seed: int, measure: str) -> float:
     system_name, params = ROWS[row]
     train = task_of_folder(folder).load(folder, "train")
     system = system_class(system_name)(**params)
-    kept = keep_band_scores(system)
     system.fit(train, seed=seed)
-    answers = system.band.apply(kept[-1])
+    band_fit = system.answering_band_fit()  # its band and the out-of-fold scores it was fitted on
+    answers = band_fit.band.apply(band_fit.scores)
     labels = training_labels(train)
     return float(auc_x_c_at_1(labels, answers) if measure == "auc_x_c_at_1" else overall(labels, answers))
 

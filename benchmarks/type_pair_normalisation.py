@@ -41,7 +41,6 @@ from harness.registry import system_class  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
 from toolkit.calibration import training_labels  # noqa: E402
 from toolkit.logistic import fit_standardised_logistic  # noqa: E402
-from toolkit.verifier import CalibratedVerifier  # noqa: E402
 
 MIN_PROBLEMS = 5  # a type pair with fewer training problems of the kind used takes the pooled statistics
 
@@ -74,20 +73,6 @@ class TypePairNorm:
         return (scores - stats[:, 0]) / stats[:, 1]
 
 
-def keep_band_scores(system: CalibratedVerifier) -> list[np.ndarray]:
-    """Wrap the system's `fit_band` so that the scores each band is fitted on are kept: for a cross-fitted band
-    (`cross_fit_band`, pair_features' own search), the out-of-fold training scores."""
-    kept: list[np.ndarray] = []
-    fit_band = system.fit_band
-
-    def keeping(data, scores, labels):
-        kept.append(np.asarray(scores, dtype=np.float64))
-        return fit_band(data, scores, labels)
-
-    system.fit_band = keeping  # type: ignore[method-assign]
-    return kept
-
-
 def measures(task: Pan23Task, test, values: np.ndarray) -> dict[str, float]:
     answers = [Answer(p.id, float(v)) for p, v in zip(test.problems, values, strict=True)]
     scores = task.score(answers, test)
@@ -99,9 +84,8 @@ def run(folder: Path, name: str, seed: int) -> dict[str, dict[str, float]]:
     train, test = task.load(folder, "train"), task.load(folder, "test")
     labels = training_labels(train)
     system = system_class(name)()
-    kept = keep_band_scores(system)
     system.fit(train, seed=seed)
-    oof = kept[-1]  # read before the variants below fit bands of their own
+    oof = system.answering_band_fit().scores  # the out-of-fold scores its band was fitted on
     test_raw = system.raw_scores(test.problems)
     rows = {"own answers": measures(task, test, system.answer_values(test.problems))}
     variants = {

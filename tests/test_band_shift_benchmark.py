@@ -47,10 +47,11 @@ def test_a_system_whose_band_is_not_fitted_by_fit_band_is_refused(cmcc: Path, tm
 
     class FixedBand(WordTfidf):
         def _fit(self, train, labels, *, seed):
-            self._band = AbstainBand(0.5, 0.5)
+            super()._fit(train, labels, seed=seed)
+            self._band = AbstainBand(0.5, 0.5)  # answers with a band other than the one fit_band fitted
 
     script.system_class = lambda name: FixedBand
-    with pytest.raises(HarnessError, match="fitted no band"):
+    with pytest.raises(HarnessError, match="its band was not fitted by fit_band"):
         script.fit_and_score(train, test, "fixed_band", {}, seed=0)
 
 

@@ -5,8 +5,10 @@ constructor's `locals()` to the base (which keeps each parameter under its own n
 it fits the band with `cross_fit_band` (out-of-fold raw scores) or `fit_band`. The base owns the rest: the band
 settings (`grid_step`, `objective`, `calibration_folds`, `calibration_by`), the probability map and `predict`, the
 fitted check, `params`, and the checkpoint (`save`/`load`; the band's state keys "band", "seed" and "calibration", the
-verifier's own through `_state` and `_restore`). A new verifier is one class (tests/toolkit/test_verifier_base.py
-has it whole) and a line in `harness.registry.SYSTEMS`:
+verifier's own through `_state` and `_restore`). Each band `fit_band` fits is kept with its input in `band_fits` (not
+saved), and `answering_band_fit` is the one that answers: a diagnosis reads there what the band was fitted on.
+A new verifier is one class (tests/toolkit/test_verifier_base.py has it whole) and a line in
+`harness.registry.SYSTEMS`:
 
     class WordOverlap(CalibratedVerifier):
         name = "word_overlap"
@@ -32,7 +34,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -59,6 +61,14 @@ _Verifier = TypeVar("_Verifier", bound="CalibratedVerifier")
 
 
 CALIBRATION_BY = ("texts", "authors")
+
+
+class BandFit(NamedTuple):
+    """A band and the scores and truth it was fitted on (for a cross-fitted band, the out-of-fold training scores)."""
+
+    band: AbstainBand
+    scores: np.ndarray
+    labels: np.ndarray
 
 
 def check_folds(folds: int, name: str = "calibration_folds") -> None:
@@ -111,6 +121,8 @@ class CalibratedVerifier:
         self._band: AbstainBand | None = None
         self._seed: int | None = None
         self._calibration: dict[str, Any] | None = None
+        # every band the last fit fitted, with its input, for diagnosis (benchmarks/band_shift.py); not saved
+        self.band_fits: list[BandFit] = []
 
     def params(self) -> dict[str, Any]:
         """The constructor parameters."""
@@ -135,6 +147,7 @@ class CalibratedVerifier:
         """Fit on a split with truth (`_fit`), the band included; `seed` seeds the folds and any randomness."""
         labels = training_labels(train)
         self._band, self._calibration, self._seed = None, None, seed
+        self.band_fits = []
         self._fit(train, labels, seed=seed)
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
@@ -142,8 +155,21 @@ class CalibratedVerifier:
         raise NotImplementedError
 
     def fit_band(self, train: VerificationData, scores: np.ndarray, labels: np.ndarray) -> AbstainBand:
-        """The band that maximises `objective` (for `train`'s ranking where it is "task") on these scores."""
-        return fit_abstain_band(scores, labels, step=self.grid_step, **band_objective(self.objective, train))
+        """The band that maximises `objective` (for `train`'s ranking where it is "task") on these scores.
+
+        Each call is kept in `band_fits`: a verifier may fit bands it does not answer with (stacked's candidates).
+        """
+        band = fit_abstain_band(scores, labels, step=self.grid_step, **band_objective(self.objective, train))
+        self.band_fits.append(BandFit(band, np.array(scores, dtype=float), np.array(labels, dtype=bool)))
+        return band
+
+    def answering_band_fit(self) -> BandFit:
+        """The answering band (`band`) with the scores and truth it was fitted on, as the last `fit` fitted it."""
+        band = self.band
+        fitted = [fit for fit in self.band_fits if fit.band is band]  # by identity: other bands may be equal to it
+        if not fitted:
+            raise HarnessError(f"{self.name}: its band was not fitted by fit_band in this process (loaded, or set)")
+        return fitted[-1]
 
     def cross_fit_band(
         self, train: VerificationData, labels: np.ndarray, fit_and_score: FitAndScore, *, seed: int

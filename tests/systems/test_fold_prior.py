@@ -17,12 +17,9 @@ from toolkit.calibration import prior_corrected
 
 
 def _band_scores(system: Any, train: Any) -> np.ndarray:
-    """The scores `system` fits its band on (the last fit_band call of its fit)."""
-    recorded: list[np.ndarray] = []
-    fit_band = system.fit_band
-    system.fit_band = lambda data, scores, labels: recorded.append(np.asarray(scores)) or fit_band(data, scores, labels)
+    """The scores `system` fits its answering band on."""
     system.fit(train, seed=0)
-    return recorded[-1]
+    return system.answering_band_fit().scores
 
 
 @pytest.mark.parametrize(

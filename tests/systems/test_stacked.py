@@ -573,6 +573,7 @@ def test_the_band_is_fitted_on_the_scale_of_the_meta_model_that_answers(tmp_path
     columns = [system.members.index(name) for name in system.info["chosen"]]
     standardised = (system.meta_features[:, columns] - system._center) / system._scale
     answering = _sigmoid(standardised @ system._coef + system._intercept)
+    assert np.allclose(system.answering_band_fit().scores, answering)  # not a candidate's band, fitted after it
     assert system.band == system.fit_band(train, answering, labels)
     answers = system.band.apply(answering)
     assert (answers < 0.5).any() and (answers > 0.5).any()  # both classes on the training problems' scale

@@ -80,6 +80,29 @@ def test_a_verifier_written_on_the_base_fits_saves_loads_and_answers_alike(sampl
     assert loaded.predict([]) == []
 
 
+def test_the_answering_band_keeps_the_scores_and_truth_it_was_fitted_on(sample, tmp_path: Path) -> None:
+    """What benchmarks/band_shift.py reads: the band that answers, with the out-of-fold scores and truth it was fitted
+    on. A band fitted but not answering is not taken for it, a new fit starts the record afresh, and a loaded
+    verifier, whose band was fitted in another process, has none."""
+    train = sample[0]
+    system = WordOverlap(grid_step=0.05, calibration_folds=2)
+    system.fit(train, seed=0)
+    band_fit = system.answering_band_fit()
+    assert band_fit.band is system.band
+    assert np.array_equal(band_fit.scores, system.raw_scores(train.problems))  # out of fold = in sample here
+    assert np.array_equal(band_fit.labels, training_labels(train))
+    assert fit_abstain_band(band_fit.scores, band_fit.labels, step=0.05) == system.band
+
+    system.fit_band(train, 1 - band_fit.scores, band_fit.labels)  # another band, not the answering one
+    assert len(system.band_fits) == 2 and system.answering_band_fit() is band_fit
+    system.fit(train, seed=1)
+    assert len(system.band_fits) == 1 and system.answering_band_fit() is not band_fit
+
+    system.save(tmp_path / "checkpoint")
+    with pytest.raises(HarnessError, match="word_overlap: its band was not fitted by fit_band in this process"):
+        WordOverlap.load(tmp_path / "checkpoint").answering_band_fit()
+
+
 def test_scores_are_what_the_band_cuts_and_keep_their_order_inside_it(sample) -> None:
     """`scores`, read by a model over verifiers (stacked), is the probability map of the raw scores: where the
     answers tie at 0.5 inside the band, the scores still differ."""
