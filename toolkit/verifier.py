@@ -166,10 +166,10 @@ class CalibratedVerifier:
     def answering_band_fit(self) -> BandFit:
         """The answering band (`band`) with the scores and truth it was fitted on, as the last `fit` fitted it."""
         band = self.band
-        fitted = [fit for fit in self.band_fits if fit.band is band]  # by identity: other bands may be equal to it
-        if not fitted:
+        matches = [fit for fit in self.band_fits if fit.band is band]  # by identity: other bands may equal it
+        if not matches:
             raise HarnessError(f"{self.name}: its band was not fitted by fit_band in this process (loaded, or set)")
-        return fitted[-1]
+        return matches[-1]
 
     def cross_fit_band(
         self, train: VerificationData, labels: np.ndarray, fit_and_score: FitAndScore, *, seed: int
