@@ -478,7 +478,10 @@ def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> No
 @click.option("--pattern", help="folders: regex over relative paths, named groups author, discourse_type[, topic].")
 @click.option("--encoding", help="folders: text encoding (default utf-8; CMCC is cp1252).")
 @click.option(
-    "--overwrite", is_flag=True, help="Replace the builder's own files in a non-empty OUT_DIR (nothing else)."
+    "--overwrite",
+    is_flag=True,
+    help="Replace the files an earlier build wrote in OUT_DIR, unchanged since (nothing else; other files there "
+    "at the builder's names are refused).",
 )
 def pairs_cmd(inputs: tuple[Path, ...], out_dir: Path, source: str, n_pairs: int, **options: Any) -> None:
     """Build a PAN 2020-2023 dataset (OUT_DIR/train, OUT_DIR/test, manifest.json) from real corpora in INPUT.

@@ -20,12 +20,20 @@ from core.errors import HarnessError
 from tasks.pairs.builder import SPLITS, BuiltPairs, PairRules, draw_pairs
 from tasks.pairs.manifest import Manifest, manifest_data
 from tasks.pairs.sources import SourceRead, read_folder_texts, read_jsonl_texts, read_pan_classic_texts
-from tasks.pairs.writer import Stage, check_out_dir, staged_dataset
+from tasks.pairs.writer import MANIFEST, Stage, check_out_dir, staged_dataset
 
 SOURCES = ("forum", "pan-classic", "folders", "jsonl")
 # options that apply to one input only, with their defaults
 FORUM_OPTIONS = {"discourse": "kind", "community": "subforum", "join": "post", "max_chars": None}
 FOLDER_OPTIONS = {"pattern": None, "encoding": "utf-8"}
+
+# every file a build writes, relative to its folder: with --overwrite only these are replaced, and only where an
+# earlier build wrote them (tasks.pairs.writer)
+DATASET_FILES = (
+    *(f"{split}/{name}" for split in SPLITS for name in ("pairs.jsonl", "truth.jsonl")),
+    "pair_origins.jsonl",
+    MANIFEST,
+)
 
 
 def build_pairs(
@@ -86,7 +94,7 @@ def build_pairs(
     if len(inputs) != 1 and source != "pan-classic":
         raise HarnessError(f"{source} reads one input, got {len(inputs)}")
     out_dir = Path(out_dir)
-    check_out_dir(out_dir, overwrite, inputs)
+    check_out_dir(out_dir, overwrite, inputs, own=DATASET_FILES)
 
     read = _read(source, inputs, options)
     built = draw_pairs(read.texts, rules, inputs[0])
@@ -102,12 +110,12 @@ def build_pairs(
         "seed": seed,
         **options,
     }
-    with staged_dataset(out_dir, overwrite) as stage:
+    with staged_dataset(out_dir, overwrite, own=DATASET_FILES) as stage:
         _write_splits(stage, built, seed)
         data = manifest_data(
             source=source, read=read, parameters=parameters, rules=rules, built=built, files=dict(stage.checksums)
         )
-        stage.write_json("manifest.json", data)
+        stage.write_json(MANIFEST, data)
     return Manifest(data, out_dir)
 
 

@@ -1,7 +1,9 @@
 """Writing a pairs dataset all or nothing: every file goes into a staging folder beside the output folder,
 which is renamed into place only once complete. A failure or a kill leaves no partial dataset. With
 `overwrite`, only the builder's own files in the output folder are replaced (each set aside until all the new
-ones are in place); anything else there, a user's notes or corpus, is left as it was."""
+ones are in place); anything else there, a user's notes or corpus, is left as it was. "Own" means written by an
+earlier build and unchanged since: its `manifest.json` lists the file with this content. A file at one of the
+builder's names that is not (a user's own dataset, or a builder's file the user edited) is refused, not replaced."""
 
 from __future__ import annotations
 
@@ -15,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError, OutputError
-from core.files import is_write_error, staging_folder, sweeping
+from core.files import file_sha256, is_write_error, staging_folder, sweeping
 
 STAGED_SUFFIX = ".pairs-new"  # `.OUT.XXXXXXXX.pairs-new`: the dataset being written
 SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being replaced, for a moment
+MANIFEST = "manifest.json"  # lists every other file of a build with its sha256
 _BUFFER = 1 << 20
 
 
-def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = ()) -> None:
-    """Refuse a file, a folder that is, holds or lies inside an input, or a non-empty folder unless `overwrite`:
+def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = (), own: Iterable[str] = ()) -> None:
+    """Refuse a file, a folder that is, holds or lies inside an input, or a non-empty folder unless `overwrite`,
+    and with it any file at one of the builder's names (`own`, relative) that is not its own earlier output:
     before any work, so a refusal costs nothing."""
     out_dir = Path(out_dir)
     resolved = out_dir.resolve()
@@ -36,6 +40,45 @@ def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = ()) -
         raise HarnessError(f"{out_dir}: is a file, not a folder for the dataset")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
         raise HarnessError(f"{out_dir}: folder is not empty; pass overwrite (--overwrite) to replace it")
+    if out_dir.is_dir():
+        _refuse_what_is_not_own(out_dir, own)
+
+
+def _refuse_what_is_not_own(out_dir: Path, own: Iterable[str]) -> None:
+    """Each of the builder's names in `out_dir` must hold its earlier output, unchanged, or nothing; and no `.gz`
+    twin may lie beside one, since a reader given both would not know which to read."""
+    earlier = _earlier_files(out_dir)
+    for relative in own:
+        path = out_dir / relative
+        twin = path.with_name(path.name + ".gz")
+        if twin.exists() or twin.is_symlink():
+            why = f"would lie beside the new {relative}, and a run could not tell which to read"
+            raise HarnessError(f"{twin}: {why}; move it or name another folder")
+        if not (path.exists() or path.is_symlink()):
+            continue
+        if not path.is_file():
+            why = f"is not a file, and the dataset's {relative} goes there"
+        elif earlier is None:
+            why = f"not written by harness pairs (no {MANIFEST} of a build is here), so --overwrite leaves it"
+        elif relative == MANIFEST:
+            continue
+        elif relative not in earlier:
+            why = f"not written by harness pairs ({MANIFEST} does not list it), so --overwrite leaves it"
+        elif earlier[relative] != "sha256:" + file_sha256(path):
+            why = f"changed since harness pairs wrote it (its sha256 is not {MANIFEST}'s), so --overwrite leaves it"
+        else:
+            continue
+        raise HarnessError(f"{path}: {why}; move it or name another folder")
+
+
+def _earlier_files(out_dir: Path) -> dict[str, str] | None:
+    """The files an earlier build's manifest lists, with their checksums; None where there is no such manifest."""
+    try:
+        data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    return files if isinstance(files, dict) and "source" in data else None
 
 
 class Stage:
@@ -77,10 +120,11 @@ class Stage:
 
 
 @contextlib.contextmanager
-def staged_dataset(out_dir: Path, overwrite: bool) -> Iterator[Stage]:
-    """Yield a Stage; on a clean exit its folder becomes `out_dir` (replacing it with `overwrite`)."""
+def staged_dataset(out_dir: Path, overwrite: bool, own: Iterable[str]) -> Iterator[Stage]:
+    """Yield a Stage; on a clean exit its folder becomes `out_dir` (replacing its `own` files with `overwrite`)."""
     out_dir = Path(out_dir)
-    check_out_dir(out_dir, overwrite)
+    own = list(own)
+    check_out_dir(out_dir, overwrite, own=own)
     # two builds may run into one folder at once, so the lock is shared; a `.OUT.XXXXXXXX.pairs-new` (a whole copy
     # of a dataset) that a killed build left is removed once no build is live. A `.pairs-old` is left: it holds the
     # files of a dataset a killed --overwrite had set aside, the user's to recover.
@@ -91,7 +135,7 @@ def staged_dataset(out_dir: Path, overwrite: bool) -> Iterator[Stage]:
             raise OutputError(out_dir, error) from None
         try:
             yield Stage(staged, out_dir)
-            _put_in_place(staged, out_dir, overwrite)
+            _put_in_place(staged, out_dir, overwrite, own)
         except BaseException as error:
             shutil.rmtree(staged, ignore_errors=True)
             if is_write_error(error, staged, out_dir):
@@ -99,14 +143,16 @@ def staged_dataset(out_dir: Path, overwrite: bool) -> Iterator[Stage]:
             raise
 
 
-def _put_in_place(staged: Path, out_dir: Path, overwrite: bool) -> None:
-    check_out_dir(out_dir, overwrite)  # again: another process may have filled it meanwhile
+def _put_in_place(staged: Path, out_dir: Path, overwrite: bool, own_names: list[str]) -> None:
+    check_out_dir(out_dir, overwrite, own=own_names)  # again: another process may have filled it meanwhile
     if not out_dir.exists() or not any(out_dir.iterdir()):
         os.replace(staged, out_dir)  # a rename onto an empty folder replaces it
         return
     # Only the builder's own files move: the old ones are set aside, the new ones renamed in, and on any
     # failure the new ones come out and the old ones go back, so the folder holds one whole dataset.
     own = sorted(path.relative_to(staged) for path in staged.rglob("*") if path.is_file())
+    if sorted(map(str, own)) != sorted(own_names):  # the checks above must have covered every file placed
+        raise RuntimeError(f"staged files {own} are not the builder's names {own_names}")
     set_aside = staging_folder(out_dir, SET_ASIDE_SUFFIX)
     moved_aside: list[Path] = []
     placed: list[Path] = []

@@ -366,3 +366,54 @@ def test_an_output_folder_that_is_holds_or_lies_inside_the_input_is_refused(tmp_
         build_pairs("jsonl" if given == source else "folders", given, out, pairs=8, overwrite=True)
     one_line(exc)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _a_users_own_dataset(out: Path) -> None:  # never written by the builder: no manifest of a build
+    (out / "manifest.json").unlink()
+
+
+def _edited_since(out: Path) -> None:  # the builder's own earlier file, edited by the user since
+    (out / "test" / "truth.jsonl").write_text("{}\n", encoding="utf-8")
+
+
+def _not_listed(out: Path) -> None:  # files the earlier build's manifest does not list
+    (out / "manifest.json").write_text('{"source": {}, "files": {}}', encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (_a_users_own_dataset, "not written by harness pairs (no manifest.json of a build is here)"),
+        (_edited_since, "changed since harness pairs wrote it"),
+        (_not_listed, "not written by harness pairs (manifest.json does not list it)"),
+    ],
+)
+def test_overwrite_refuses_files_the_builder_did_not_write(tmp_path, make, message):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    out = tmp_path / "out"
+    build_pairs("jsonl", source, out, pairs=8, seed=0)
+    make(out)
+    before = _files(out)
+    with pytest.raises(HarnessError) as exc:
+        build_pairs("jsonl", source, out, pairs=8, seed=1, overwrite=True)
+    assert message in one_line(exc) and str(out) in str(exc.value)
+    assert _files(out) == before  # nothing of the user's replaced or removed
+
+
+def test_overwrite_refuses_a_compressed_twin_and_a_folder_where_a_file_goes(tmp_path):
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    out = tmp_path / "out"
+    (out / "train").mkdir(parents=True)
+    (out / "train" / "pairs.jsonl.gz").write_bytes(b"mine")
+    with pytest.raises(HarnessError) as exc:
+        build_pairs("jsonl", source, out, pairs=8, overwrite=True)
+    assert one_line(exc).startswith(f"{out / 'train' / 'pairs.jsonl.gz'}: would lie beside the new train/pairs.jsonl")
+    (out / "train" / "pairs.jsonl.gz").unlink()
+    (out / "test" / "pairs.jsonl").mkdir(parents=True)
+    with pytest.raises(HarnessError, match="is not a file, and the dataset's test/pairs.jsonl goes there"):
+        build_pairs("jsonl", source, out, pairs=8, overwrite=True)
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["test", "test/pairs.jsonl", "train"]
