@@ -44,6 +44,7 @@ PAIRS = "pairs.jsonl"
 TRUTH = "truth.jsonl"
 # Plain and gzipped twins both count as outputs: a stale twin would be read instead of, or beside, new files.
 _OUTPUTS = (PAIRS, f"{PAIRS}.gz", TRUTH, f"{TRUTH}.gz")
+_KEEP_OR_MOVE = "convert replaces only the files it writes, and deletes nothing; move it or name another folder"
 
 
 def join_known(texts: Sequence[str]) -> tuple[str, list[list[int]]]:
@@ -79,18 +80,27 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
     """Convert the PAN 2013-2015 corpus folder `src` into `dst/pairs.jsonl` (+ `dst/truth.jsonl`).
 
     Returns the number of problems converted. Existing outputs in `dst` (pairs.jsonl, truth.jsonl or
-    their .gz twins) are a HarnessError unless `overwrite` is true; with it, they are replaced and
-    any stale twin (or a truth.jsonl when `src` has no truth) is removed, so `dst` holds exactly
-    what `src` gives.
+    their .gz twins) are a HarnessError unless `overwrite` is true; with it, the files convert writes are
+    replaced, and one it would not write (a .gz twin, or a truth.jsonl when `src` has no truth, which would
+    then stand beside pairs that are not its own) is refused, not deleted: nothing else in `dst` changes.
     """
     src, dst = Path(src), Path(dst)
-    existing = [dst / name for name in _OUTPUTS if (dst / name).exists()]
+    existing = [dst / name for name in _OUTPUTS if (dst / name).exists() or (dst / name).is_symlink()]
     if existing and not overwrite:
         names = ", ".join(p.name for p in existing)
         raise HarnessError(f"{dst}: {names} already exist; pass --overwrite to replace them")
+    truth_path = src / "truth.txt"
+    writes = [dst / PAIRS, dst / TRUTH] if truth_path.is_file() else [dst / PAIRS]
+    for path in existing:
+        if path not in writes:
+            why = "would stand beside the new " + (" and ".join(p.name for p in writes))
+            if path.name == TRUTH:
+                why = f"{src} has no truth.txt, so this truth would stand beside pairs that are not its own"
+            raise HarnessError(f"{path}: {why}; {_KEEP_OR_MOVE}")
+        if not path.is_file():
+            raise HarnessError(f"{path}: is not a file, and the converted {path.name} goes there; {_KEEP_OR_MOVE}")
 
     problems, _ = read_classic_corpus(src)
-    truth_path = src / "truth.txt"
     truth = None
     if truth_path.is_file():
         truth, lines = read_classic_truth(truth_path)
@@ -101,16 +111,14 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
     if removed:
         logger.info("removed what an interrupted convert left: %s", ", ".join(str(path) for path in removed))
     # Nested atomic writes: both files are written whole (to temporaries) before anything in dst changes, so a
-    # failure while writing leaves dst as it was (earlier outputs included). Then the earlier outputs go, pairs
-    # first, and truth and pairs are renamed in: a kill between the renames leaves truth without pairs (which
-    # `harness run` refuses, and `convert --overwrite` completes), never new truth beside the old pairs.
-    written = [dst / PAIRS]
+    # failure while writing leaves dst as it was (earlier outputs included). Then the earlier pairs go, and truth
+    # and pairs are renamed in: a kill between the renames leaves truth without pairs (which `harness run`
+    # refuses, and `convert --overwrite` completes), never new truth beside the old pairs.
     with atomic_write(dst / PAIRS) as pairs_handle:
         for problem in problems:
             pairs_handle.write(json.dumps(_pair_row(problem), ensure_ascii=False) + "\n")
         with atomic_write(dst / TRUTH) if truth is not None else contextlib.nullcontext() as truth_handle:
             if truth is not None:
-                written.append(dst / TRUTH)
                 for problem in problems:
                     same = truth[problem.id].same
                     row = {"id": problem.id, "same": same, "authors": list(placeholder_authors(problem.id, same))}
@@ -119,10 +127,8 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
                 if handle is not None:
                     handle.flush()
                     os.fsync(handle.fileno())
-            for earlier in sorted(existing, key=lambda path: not path.name.startswith(PAIRS)):
-                earlier.unlink()
-                if earlier not in written:
-                    logger.info("removed stale %s", earlier)
+            if dst / PAIRS in existing:
+                (dst / PAIRS).unlink()  # replaced by the rename below; first, so truth never meets the old pairs
     if truth is None:  # a TIRA input folder, or a split that lost its truth: said aloud, not silently
         logger.warning(
             "%s has no truth.txt: wrote %s only, no %s (enough for `harness predict`; "

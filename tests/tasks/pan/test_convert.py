@@ -123,12 +123,35 @@ def test_convert_refuses_to_overwrite(tmp_path: Path) -> None:
     assert "changed" in (out / "pairs.jsonl").read_text(encoding="utf-8")
 
 
-def test_overwrite_removes_stale_outputs(tmp_path: Path) -> None:
+def test_overwrite_refuses_what_it_would_not_write_and_deletes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
     convert_classic_to_jsonl(small_corpus(tmp_path / "with-truth"), out)
-    (out / "pairs.jsonl.gz").write_bytes(b"stale")
-    convert_classic_to_jsonl(small_corpus(tmp_path / "no-truth", truth=None), out, overwrite=True)
-    assert sorted(p.name for p in out.iterdir()) == ["pairs.jsonl"]  # no truth left over from the earlier corpus
+    (out / "pairs.jsonl.gz").write_bytes(b"mine")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    no_truth = small_corpus(tmp_path / "no-truth", truth=None)
+    with pytest.raises(
+        HarnessError, match=r"pairs.jsonl.gz: would stand beside the new pairs.jsonl; .*deletes nothing"
+    ):
+        convert_classic_to_jsonl(no_truth, out, overwrite=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    (out / "pairs.jsonl.gz").unlink()
+    # the earlier corpus's truth would stand beside pairs that are not its own: refused, kept
+    with pytest.raises(HarnessError, match=r"truth.jsonl: .*no-truth has no truth.txt"):
+        convert_classic_to_jsonl(no_truth, out, overwrite=True)
+    (out / "truth.jsonl").unlink()
+    assert convert_classic_to_jsonl(no_truth, out, overwrite=True) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["pairs.jsonl"]
+
+
+def test_overwrite_refuses_a_folder_where_an_output_goes_and_keeps_the_earlier_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    convert_classic_to_jsonl(small_corpus(tmp_path / "a"), out)
+    (out / "truth.jsonl").unlink()
+    (out / "truth.jsonl").mkdir()
+    pairs = (out / "pairs.jsonl").read_bytes()
+    with pytest.raises(HarnessError, match=r"truth.jsonl: is not a file, and the converted truth.jsonl goes there"):
+        convert_classic_to_jsonl(small_corpus(tmp_path / "b"), out, overwrite=True)
+    assert (out / "pairs.jsonl").read_bytes() == pairs and (out / "truth.jsonl").is_dir()
 
 
 def test_bad_corpus_writes_nothing(tmp_path: Path) -> None:
