@@ -425,7 +425,12 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     """Write one JSON object per line atomically."""
     with atomic_write(path) as handle:
         for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            handle.write(jsonl_line(row))
+
+
+def jsonl_line(row: Any) -> str:
+    """One row as `write_jsonl` writes it."""
+    return json.dumps(row, ensure_ascii=False) + "\n"
 
 
 def file_sha256(path: Path) -> str:

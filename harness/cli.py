@@ -339,9 +339,20 @@ def predict_cmd(
 
 
 def _refuse_existing(paths: Sequence[Path], overwrite: bool) -> None:
+    """Files the command would write: any that exists is refused unless `overwrite` (and anything not a file
+    where one goes, always), before any work."""
+    _refuse_non_files(paths)
     existing = [path for path in paths if path.exists()]
     if existing and not overwrite:
         raise HarnessError(f"{existing[0]} exists; pass --overwrite to replace it")
+
+
+def _refuse_non_files(paths: Sequence[Path]) -> None:
+    """A folder (or anything not a file) where the command would write a file: refused before any work, so no
+    output is left written halfway when the write fails."""
+    for path in paths:
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise HarnessError(f"{path} is not a file, and the command's {path.name} goes there; move it")
 
 
 @main.command("score")
@@ -377,7 +388,7 @@ def score_cmd(
 ) -> None:
     """PAN's official evaluator: print the scores; with --output also write out.json and evaluation.prototext."""
     from core.files import find_data_file
-    from harness.results import RESULT_NAME
+    from harness.results import DETAILS_NAME, RESULT_NAME
     from harness.score_table import score_table
 
     task = _pan_answers_task(task_name)
@@ -394,15 +405,18 @@ def score_cmd(
         _check_output_folder(output_dir, "--output")
     if record_dir is not None:
         _check_output_folder(record_dir, "--record")
-    if record_dir is not None and (record_dir / RESULT_NAME).exists() and not overwrite:
-        raise HarnessError(f"{record_dir / RESULT_NAME} exists; pass --overwrite to replace it")
+    # what each option writes is checked before anything is written, and the record (which checks its
+    # details.jsonl again under its lock) goes before --output's files: no refusal leaves half the output
+    if output_dir is not None:
+        _refuse_existing(task.score_files(output_dir), overwrite)
+    if record_dir is not None:
+        _refuse_existing([record_dir / RESULT_NAME], overwrite)
+        _refuse_non_files([record_dir / DETAILS_NAME])
     truth = task.read_truth(truth_path)
     if answers_path.is_dir():
         answers_path = find_data_file(answers_path, "answers.jsonl")
     answers = task.read_answers(answers_path)
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
-    if output_dir is not None:
-        task.write_scores(scores, output_dir, overwrite=overwrite)  # checks both files before writing either
     if record_dir is not None:
         name = system_name or answers_path.name.split(".")[0]
         task.record_answers(
@@ -415,6 +429,8 @@ def score_cmd(
             answers_path=answers_path,
             overwrite=overwrite,
         )
+    if output_dir is not None:
+        task.write_scores(scores, output_dir, overwrite=overwrite)  # checks both files before writing either
     main_score = task.metadata.main_score if task.metadata.main_score in scores else next(iter(scores))
     click.echo(score_table(scores, tuple(scores), main_score))
     if output_dir is not None:

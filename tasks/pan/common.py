@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from core.errors import DataError, HarnessError
-from core.files import file_problem, sha256_files, writing_alone
+from core.files import file_problem, jsonl_line, sha256_files, writing_alone
 from core.records import (
     NO_ANSWER,
     Answer,
@@ -317,11 +317,17 @@ class PanVerificationTask:
 
         return read_answers(path)
 
+    def score_files(self, output_dir: Path) -> list[Path]:
+        """The files `write_scores` writes into `output_dir`."""
+        from tasks.pan.evaluator import OUT_JSON, PROTOTEXT
+
+        return [Path(output_dir) / OUT_JSON, Path(output_dir) / PROTOTEXT]
+
     def write_scores(self, scores: Mapping[str, float], output_dir: Path, *, overwrite: bool = False) -> list[Path]:
         """Write out.json and TIRA's evaluation.prototext; existing files are an error unless `overwrite`."""
         from tasks.pan.evaluator import OUT_JSON, PROTOTEXT, write_tira_outputs
 
-        paths = [Path(output_dir) / OUT_JSON, Path(output_dir) / PROTOTEXT]
+        paths = self.score_files(output_dir)
         # one writer at a time: what a killed `score --output` left here (`.out.json.XXXXXXXX.tmp`) is removed
         with writing_alone(output_dir, [OUT_JSON, PROTOTEXT]):
             existing = [p for p in paths if p.exists()]
@@ -374,9 +380,20 @@ class PanVerificationTask:
         # under the lock no other record writes here (a second is refused at once, not queued to replace it), and
         # what a killed record left (`.result.json.XXXXXXXX.tmp`) is removed
         with writing_alone(record_dir, [RESULT_NAME, DETAILS_NAME], timeout=0):
-            result_path = Path(record_dir) / RESULT_NAME
+            result_path, details_path = Path(record_dir) / RESULT_NAME, Path(record_dir) / DETAILS_NAME
+            for path in (result_path, details_path):
+                if (path.exists() or path.is_symlink()) and not path.is_file():
+                    raise HarnessError(f"{path} is not a file, and the record's {path.name} goes there; move it")
             if result_path.exists() and not overwrite:  # again: another record may have landed meanwhile
                 raise HarnessError(f"{result_path} exists; pass --overwrite to replace it")
+            # details without a result: this same record killed before its result.json (rewritten as it was), or
+            # a file that is not this record's, replaced only when asked
+            if (
+                details_path.exists()
+                and not overwrite
+                and details_path.read_bytes() != "".join(map(jsonl_line, details)).encode()
+            ):
+                raise HarnessError(f"{details_path} exists, and is not this record's; pass --overwrite to replace it")
             result_path.unlink(missing_ok=True)  # the old result goes first: never beside the new details
             write_result(record_dir, result, details)
         return result

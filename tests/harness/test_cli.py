@@ -209,6 +209,23 @@ def test_score_reproduces_run_scores_and_writes_tira_files(finished_run: Path, t
     assert set(pan20_scores) == {"auc", "c_at_1", "f1", "f_05_u", "overall"}
 
 
+def test_score_checks_every_output_file_before_writing_any(finished_run: Path, tmp_path: Path):
+    args = ["score", "--task", "pan23", "--truth", str(SAMPLE / "test"), "--answers", str(finished_run)]
+    out, record = tmp_path / "eval", tmp_path / "record"
+    # a user's details.jsonl is replaced only with --overwrite, not because no result.json lies beside it
+    record.mkdir()
+    (record / "details.jsonl").write_text("mine\n", encoding="utf-8")
+    code, text = invoke(*args, "--record", str(record))
+    assert code == 2 and f"{record / 'details.jsonl'} exists, and is not this record's; pass --overwrite" in text
+    assert (record / "details.jsonl").read_text(encoding="utf-8") == "mine\n"
+    # a folder where a record file goes: refused whole, before --output writes anything (with --overwrite too)
+    (record / "details.jsonl").unlink()
+    (record / "result.json").mkdir()
+    code, text = invoke(*args, "--output", str(out), "--record", str(record), "--overwrite")
+    assert code == 2 and f"{record / 'result.json'} is not a file" in text
+    assert not out.exists() and (record / "result.json").is_dir()
+
+
 def test_run_times_the_evaluation_as_one_step(finished_run: Path):
     result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
     assert set(result["timings_s"]) == {"load", "fit", "evaluate", "total"}
