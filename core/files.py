@@ -33,6 +33,8 @@ logger = logging.getLogger("harness")
 GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip file
 # what a reader says of JSON nested deeper than Python's json can read (a RecursionError, not a JSONDecodeError)
 DEEP_JSON = "malformed JSON (nested too deep to read)"
+# and of a number longer than Python converts (its int limit raises a ValueError, not a JSONDecodeError)
+LONG_NUMBER_JSON = "malformed JSON (a number of more than 4300 digits)"
 
 
 def file_problem(path: Path) -> str | None:
@@ -107,6 +109,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise DataError(f"malformed JSON ({exc.msg})", path=path, line=line_no) from None
+                except ValueError:
+                    raise DataError(LONG_NUMBER_JSON, path=path, line=line_no) from None
                 except RecursionError:
                     raise DataError(DEEP_JSON, path=path, line=line_no) from None
                 if not isinstance(obj, dict):

@@ -209,6 +209,9 @@ def _typed(value: Any, annotation: Any, where: str, classes: Sequence[type] = ()
     parts = _unique([*classes, *(member for member in _members(annotation) if _is_part_class(member))])
     if parts:
         return _typed_part(value, parts, where)
+    if not _takes_a_mapping(annotation):  # `ngram_size.x=3`: a dotted name below a plain value
+        field = next(iter(value))
+        raise HarnessError(f"{where}: takes {_expected(annotation)}, not a field {field!r} under it")
     value_type = _mapping_value_type(annotation)
     return {key: _typed(item, value_type, f"{where}.{key}") for key, item in value.items()}
 
@@ -400,6 +403,12 @@ def _mapping_value_type(annotation: Any) -> Any:
             args = typing.get_args(member)
             return args[1] if len(args) == 2 else Any
     return Any
+
+
+def _takes_a_mapping(annotation: Any) -> bool:
+    """Whether a (union) annotation admits a mapping: Any (undeclared) or a mapping type among its members."""
+    members = _members(annotation)
+    return any(m is Any or m in _MAPPINGS or typing.get_origin(m) in _MAPPINGS for m in members)
 
 
 def _sequence_items(annotation: Any) -> tuple[tuple[Any, ...], bool] | None:

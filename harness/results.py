@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataError, HarnessError
-from core.files import file_sha256, read_jsonl, write_json, write_jsonl
+from core.files import LONG_NUMBER_JSON, file_sha256, read_jsonl, write_json, write_jsonl
 from harness.metrics.table import higher_is_better
 from harness.provenance import environment
 from harness.task import Evaluation, TaskMetadata
@@ -103,6 +103,8 @@ def read_result(path: Path) -> dict[str, Any]:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise HarnessError(f"{path}: cannot read this result file ({exc})") from None
+    except ValueError:  # a number longer than Python converts
+        raise HarnessError(f"{path}: cannot read this result file ({LONG_NUMBER_JSON})") from None
     except UnicodeDecodeError as exc:  # re-encoded or damaged: one line, not a traceback
         raise HarnessError(f"{path}: cannot read this result file (not UTF-8 at byte {exc.start})") from None
     except RecursionError:

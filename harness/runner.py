@@ -145,6 +145,7 @@ def run(
     started = time.perf_counter()
     timings: dict[str, float] = {}
     setup = _resolve(system_name, task_name, data, seed, out_dir, dict(params or {}), dict(task_params or {}))
+    _refuse_a_file_on_the_way(setup.run_dir)
     train, test, overlap = _load_data(setup.task, data, timings)
     meta = setup.task.metadata
     fit_key = {
@@ -233,6 +234,16 @@ def _load_data(task: Any, data: DataLocation, timings: dict[str, float]) -> tupl
     if check is not None:
         check(train, test)
     return train, test, split_overlap(task, train, test)
+
+
+def _refuse_a_file_on_the_way(run_dir: Path) -> None:
+    """A file where the run folder (or a folder above it) goes is refused before the fit, not after it."""
+    for folder in (run_dir, *run_dir.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                what = "the run folder" if folder == run_dir else f"a folder above the run folder {run_dir}"
+                raise HarnessError(f"{folder} is not a folder, and {what} goes there; move it or choose another --out")
+            return
 
 
 def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import HarnessError, OutputError
-from core.files import file_sha256, staged_folder
+from core.files import LONG_NUMBER_JSON, file_sha256, staged_folder
 from harness.runtime import RUNTIME_SETTINGS
 
 CONFIG_NAME = "config.json"
@@ -142,6 +142,8 @@ def _read_config(path: Path) -> dict[str, Any]:
             f"{path}: not valid JSON (line {error.lineno} column {error.colno}: {error.msg}); edited or corrupted; "
             f"{REFIT}"
         ) from None
+    except ValueError:  # a number longer than Python converts
+        raise HarnessError(f"{path}: {LONG_NUMBER_JSON}; edited or corrupted; {REFIT}") from None
     except RecursionError:
         raise HarnessError(f"{path}: not valid JSON (nested too deep); edited or corrupted; {REFIT}") from None
     if not isinstance(config, dict):

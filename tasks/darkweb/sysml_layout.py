@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from core.errors import DataError
-from core.files import DEEP_JSON
+from core.files import DEEP_JSON, LONG_NUMBER_JSON
 from tasks.darkweb.records import Episode, EpisodePost
 from tasks.forum.records import ForumPost
 
@@ -168,6 +168,8 @@ def _read_episode_rows(path: Path, split: str, n_rows: int) -> dict[str, list[li
         content = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except ValueError:
+        raise DataError(LONG_NUMBER_JSON, path=path) from None
     except RecursionError:
         raise DataError(DEEP_JSON, path=path) from None
     if not isinstance(content, dict) or not isinstance(content.get(split), dict):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataError
-from core.files import DEEP_JSON
+from core.files import DEEP_JSON, LONG_NUMBER_JSON
 from core.records import VerificationProblem, VerificationTruth
 
 # Genre names as PAN 2013-2015 corpora declare them (contents.json "genre") -> the discourse type the
@@ -143,6 +143,8 @@ def _read_contents(corpus_dir: Path) -> tuple[dict[str, Any] | None, Path | None
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except ValueError:
+        raise DataError(LONG_NUMBER_JSON, path=path) from None
     except RecursionError:
         raise DataError(DEEP_JSON, path=path) from None
     if not isinstance(obj, dict):
@@ -235,7 +237,9 @@ def _id_lines(path: Path, expected: str, missing: str) -> Iterator[tuple[int, st
     except OSError as exc:
         raise DataError(f"cannot read ({exc.strerror or exc})", path=path) from None
     first: dict[str, int] = {}
-    for line_no, line in enumerate(decode_utf8(raw, path).splitlines(), start=1):
+    # line ends as an editor counts them: str.splitlines would also split at a form feed, U+2028 and the like, and
+    # every error after one would name the wrong line
+    for line_no, line in enumerate(re.split(r"\r\n|\r|\n", decode_utf8(raw, path)), start=1):
         parts = line.split()
         if not parts:
             continue

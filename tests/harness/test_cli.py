@@ -226,6 +226,16 @@ def test_score_checks_every_output_file_before_writing_any(finished_run: Path, t
     assert not out.exists() and (record / "result.json").is_dir()
 
 
+@pytest.mark.parametrize("where", ["cngdist/seed-0", "cngdist"])
+def test_run_refuses_a_file_where_its_folder_goes_before_fitting(tmp_path: Path, where: str):
+    in_the_way = tmp_path / "pan23" / SAMPLE.name / where
+    in_the_way.parent.mkdir(parents=True)
+    in_the_way.write_text("mine\n", encoding="utf-8")
+    code, text = run_sample(tmp_path)
+    assert code == 2 and f"{in_the_way} is not a folder" in text and "fit" not in text
+    assert in_the_way.read_text(encoding="utf-8") == "mine\n"
+
+
 def test_run_times_the_evaluation_as_one_step(finished_run: Path):
     result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
     assert set(result["timings_s"]) == {"load", "fit", "evaluate", "total"}

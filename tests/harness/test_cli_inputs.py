@@ -323,3 +323,18 @@ def test_task_messages_name_command_line_options(tmp_path: Path, reddit_data: Pa
         *run_args(tmp_path / "out", *task_params(SMALL_REDDIT), system="reddit_tfidf", task="reddit", data=reddit_data)
     )
     assert line.endswith("or pass --task-param protocol=legacy") and "protocol='legacy'" not in line
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [("size.x", "size: takes an integer"), ("flag.x", "flag: takes true or false"), ("head.width.x", "head.width:")],
+)
+def test_a_dotted_name_below_a_plain_value_is_refused_by_name(key: str, expected: str) -> None:
+    """`ngram_size.x=3` was read as a dict, and failed later as a comparison of a dict with an int."""
+    from core.errors import HarnessError
+    from harness.params import parse_cli
+
+    cls = WithPart if key.startswith("head.") else Toy
+    with pytest.raises(HarnessError) as error:
+        parse_cli(cls, {key: "3"}, label="system 'toy'")
+    assert str(error.value).startswith(f"system 'toy': {expected}") and "not a field 'x' under it" in str(error.value)

@@ -113,6 +113,26 @@ def test_a_deep_contents_json_of_a_pan_corpus_names_its_file(tmp_path: Path) -> 
     assert not (tmp_path / "out").exists()
 
 
+# -- a bad-input audit (2026-11-30): a JSON number longer than Python converts (its int limit) -------------------
+
+LONG_NUMBER = "1" + "0" * 5000
+
+
+def test_a_json_number_of_5001_digits_in_answers_names_file_and_line(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"id": "test-01", "value": 0.5}\n{"id": "test-02", "value": ' + LONG_NUMBER + "}\n")
+    line = error_line(harness("score", "--task", "pan23", "--truth", SAMPLE / "test", "--answers", answers))
+    assert line == f"error: {answers}:2: malformed JSON (a number of more than 4300 digits)"
+
+
+def test_a_json_number_of_5001_digits_in_a_result_file_names_it(tmp_path: Path, finished_run: Path) -> None:
+    (result,) = finished_run.rglob("result.json")
+    runs = Path(shutil.copytree(result.parent, tmp_path / "runs" / "x"))
+    (runs / "result.json").write_text('{"schema_version": ' + LONG_NUMBER + "}", encoding="utf-8")
+    line = error_line(harness("leaderboard", tmp_path / "runs"))
+    assert "malformed JSON (a number of more than 4300 digits)" in line and str(runs / "result.json") in line
+
+
 # -- item 6: every seed the command line accepts works --------------------------------------------------------------
 
 

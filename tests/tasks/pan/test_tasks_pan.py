@@ -564,6 +564,9 @@ BAD_CLASSIC_TRUTH = {
     "non-UTF-8": (b"P01 Y\nP02 \xff\n", 2, None),
     "empty": ("\r\n\r\n", None, None),
     "missing problem": ("P01 Y\n", None, "id"),
+    # a form feed or U+2028 inside a line is not a line end: the bad line is still named by its number
+    "form feed before the bad line": ("P01 Y\x0c\nP02 maybe\n", 2, "answer"),
+    "line separator before the bad line": ("P01 Y \u2028\nP02 maybe\n", 2, "answer"),
 }
 
 
