@@ -268,6 +268,9 @@ def plot_all(runs: Sequence[Run], out_dir: Path, *, overwrite: bool = False) -> 
         drawn += plot_paper_figures(runs, staging)
         targets = [out_dir / path.name for path in drawn]
         existing = [target for target in targets if os.path.lexists(target)]
+        for target in existing:  # checked before the first is moved: a refusal half way would leave half a plot
+            if not target.is_file():
+                raise HarnessError(f"{target} is not a file, and a figure of that name goes there; move it")
         if existing and not overwrite:
             more = f" (and {len(existing) - 1} more of these figures' files)" if len(existing) > 1 else ""
             raise HarnessError(f"{existing[0]} exists{more}; pass --overwrite to replace it")

@@ -335,3 +335,17 @@ def test_plot_refuses_to_replace_figures_without_overwrite(finished_run: Path, t
     again = harness("plot", finished_run, "--out", figures, "--overwrite")
     assert again.returncode == 0, again.stderr
     assert set(snapshot(figures)) == set(drawn)
+
+
+def test_plot_overwrite_refuses_a_folder_where_a_figure_goes_before_moving_any(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    figures = tmp_path / "figures"
+    assert harness("plot", finished_run, "--out", figures).returncode == 0
+    roc = figures / "roc-pan23-pan23-format-sample.png"
+    roc.unlink()
+    roc.mkdir()
+    drawn = snapshot(figures)
+    line = error_line(harness("plot", finished_run, "--out", figures, "--overwrite"))
+    assert line == f"error: {roc} is not a file, and a figure of that name goes there; move it"
+    assert snapshot(figures) == drawn  # not one figure replaced
