@@ -88,7 +88,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a plain or gzipped jsonl file.
 
     Non-UTF-8 bytes, malformed JSON (nested too deep included), non-object lines and an empty file are DataErrors
-    that name the file and line; so is a plain file holding gzip bytes (it wants a `.gz` name).
+    that name the file and line; so is a plain file holding gzip bytes (it wants a `.gz` name). A byte order mark
+    before the first line is read past.
     """
     path = Path(path)
     gzipped = path.suffix == ".gz"
@@ -103,6 +104,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise DataError(f"not valid UTF-8 ({exc.reason})", path=path, line=line_no) from None
+                if line_no == 1 and line.startswith("\ufeff"):  # a byte order mark, as Windows tools write: read past
+                    line = line[1:]
                 if not line.strip():
                     continue
                 try:
@@ -141,7 +144,7 @@ def require_field(
     value = obj[field]
     # bool is an int in Python; never accept it where a number is asked for, or the reverse
     if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
-        raise DataError(f"expected {_type_names(kind)}, got {type(value).__name__}", path=path, line=line, field=field)
+        raise DataError(f"expected {_type_names(kind)}, got {kind_of(value)}", path=path, line=line, field=field)
     if isinstance(value, float) and not math.isfinite(value):
         raise DataError(f"expected a finite number, got {value!r}", path=path, line=line, field=field)
     if isinstance(value, str) and not free_text:
@@ -168,6 +171,11 @@ def check_text(value: str, path: Path, line: int | None, field: str) -> str:
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
+
+
+def kind_of(value: Any) -> str:
+    """A JSON value's type as errors name it: Python's name, but "null" for JSON's null (not "NoneType")."""
+    return "null" if value is None else type(value).__name__
 
 
 def _type_names(kind: type | tuple[type, ...]) -> str:

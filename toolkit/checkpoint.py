@@ -86,6 +86,8 @@ def load_checkpoint(directory: Path, *, system: str) -> tuple[dict[str, Any], di
     """
     directory = Path(directory)
     config_path = directory / CONFIG_NAME
+    if not directory.exists():
+        raise HarnessError(f"{directory}: no such checkpoint folder")
     if not config_path.is_file():
         raise HarnessError(f"{directory}: not a checkpoint folder (no {CONFIG_NAME})")
     config = _read_config(config_path)

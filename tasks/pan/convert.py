@@ -88,7 +88,10 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
     existing = [dst / name for name in _OUTPUTS if (dst / name).exists() or (dst / name).is_symlink()]
     if existing and not overwrite:
         names = ", ".join(p.name for p in existing)
-        raise HarnessError(f"{dst}: {names} already exist; pass --overwrite to replace them")
+        verb = "exists" if len(existing) == 1 else "exist"
+        raise HarnessError(
+            f"{dst}: {names} already {verb}; pass --overwrite to replace {'it' if len(existing) == 1 else 'them'}"
+        )
     truth_path = src / "truth.txt"
     writes = [dst / PAIRS, dst / TRUTH] if truth_path.is_file() else [dst / PAIRS]
     for path in existing:

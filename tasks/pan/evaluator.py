@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import DataError
-from core.files import atomic_write, read_jsonl, require_field, write_json
+from core.files import atomic_write, kind_of, read_jsonl, require_field, write_json
 from core.records import NO_ANSWER, VerificationTruth
 from harness.metrics.verification import PROFILES, evaluate_all
 
@@ -36,7 +36,7 @@ def _check_value(value: Any) -> str | None:
     if type(value) is float or type(value) is int:  # fast path: the ABC check below is slow on 10^4 answers
         return None if 0.0 <= value <= 1.0 else f"expected a number in [0, 1], got {value!r}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return f"expected a number in [0, 1], got {type(value).__name__}"
+        return f"expected a number in [0, 1], got {kind_of(value)}"
     if not math.isfinite(value):
         return f"expected a number in [0, 1], got {value}"
     if not 0.0 <= value <= 1.0:

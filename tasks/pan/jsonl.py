@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataError
-from core.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
+from core.files import check_text, find_data_file, kind_of, read_jsonl, require_field, sha256_files
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from harness.task import TaskMetadata
 from tasks.pan.common import PanVerificationTask, check_truth_ids, checked_split_folder
@@ -128,7 +128,7 @@ def _read_string_list(
         raise DataError(f"expected {length} entries, got {len(values)}", path=path, line=line, field=field)
     for i, value in enumerate(values):
         if not isinstance(value, str):
-            raise DataError(f"expected str, got {type(value).__name__}", path=path, line=line, field=f"{field}[{i}]")
+            raise DataError(f"expected str, got {kind_of(value)}", path=path, line=line, field=f"{field}[{i}]")
         check_text(value, path, line, f"{field}[{i}]")
         if not value.strip():
             raise DataError("empty string", path=path, line=line, field=f"{field}[{i}]")

@@ -278,6 +278,18 @@ def test_text_after_a_bom_is_read_without_it(tmp_path: Path) -> None:
     assert read_text_file(path) == "caf\u00e9\n"
 
 
+def test_a_jsonl_file_after_a_bom_is_read_without_it_and_a_bom_later_is_malformed(tmp_path: Path) -> None:
+    from core.errors import DataError
+    from core.files import read_jsonl
+
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "value": 0.5}\r\n{"id": "b", "value": 1}\n')  # as Windows tools write
+    assert list(read_jsonl(path)) == [(1, {"id": "a", "value": 0.5}), (2, {"id": "b", "value": 1})]
+    path.write_bytes(b'{"id": "a", "value": 0.5}\n\xef\xbb\xbf{"id": "b", "value": 1}\n')
+    with pytest.raises(DataError, match=r"answers.jsonl:2: malformed JSON"):
+        list(read_jsonl(path))
+
+
 # -- item 13: gzip bytes under a plain name, and a plain file beside its gzipped twin -------------------------------
 
 

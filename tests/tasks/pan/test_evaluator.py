@@ -62,7 +62,7 @@ def test_one_element_list_is_accepted(tmp_path: Path) -> None:
         ('{"id": "b", "value": -0.1}', "value", "in \\[0, 1\\]"),
         ('{"id": "b", "value": true}', "value", "got bool"),
         ('{"id": "b", "value": "0.7"}', "value", "got str"),
-        ('{"id": "b", "value": null}', "value", "got NoneType"),
+        ('{"id": "b", "value": null}', "value", "got null"),
         ('{"id": "b", "value": [0.1, 0.2]}', "value", "list of 2"),
         ('{"id": "b", "value": []}', "value", "list of 0"),
         ('{"id": "b"}', "value", "missing"),
