@@ -103,10 +103,10 @@ def read_result(path: Path) -> dict[str, Any]:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise HarnessError(f"{path}: cannot read this result file ({exc})") from None
-    except ValueError:  # a number longer than Python converts
-        raise HarnessError(f"{path}: cannot read this result file ({LONG_NUMBER_JSON})") from None
     except UnicodeDecodeError as exc:  # re-encoded or damaged: one line, not a traceback
         raise HarnessError(f"{path}: cannot read this result file (not UTF-8 at byte {exc.start})") from None
+    except ValueError:  # after UnicodeDecodeError, one of its kind: a number longer than Python converts
+        raise HarnessError(f"{path}: cannot read this result file ({LONG_NUMBER_JSON})") from None
     except RecursionError:
         raise HarnessError(f"{path}: cannot read this result file (JSON nested too deep to read)") from None
     if not isinstance(result, dict) or "schema_version" not in result or "scores" not in result:

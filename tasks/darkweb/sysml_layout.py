@@ -168,7 +168,9 @@ def _read_episode_rows(path: Path, split: str, n_rows: int) -> dict[str, list[li
         content = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    except ValueError:
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})", path=path) from None
+    except ValueError:  # after UnicodeDecodeError, one of its kind: a number longer than Python converts
         raise DataError(LONG_NUMBER_JSON, path=path) from None
     except RecursionError:
         raise DataError(DEEP_JSON, path=path) from None

@@ -133,6 +133,17 @@ def test_a_json_number_of_5001_digits_in_a_result_file_names_it(tmp_path: Path, 
     assert "malformed JSON (a number of more than 4300 digits)" in line and str(runs / "result.json") in line
 
 
+def test_a_result_file_not_in_utf8_is_named_as_such_not_as_a_long_number(tmp_path: Path) -> None:
+    """UnicodeDecodeError is a ValueError too: the long-number clause must not take it."""
+    from core.errors import HarnessError
+    from harness.results import read_result
+
+    path = tmp_path / "result.json"
+    path.write_bytes(b'{"schema_version": 1, "scores": {"caf\xe9": 1}}')
+    with pytest.raises(HarnessError, match=r"result.json: cannot read this result file \(not UTF-8 at byte 37\)"):
+        read_result(path)
+
+
 # -- item 6: every seed the command line accepts works --------------------------------------------------------------
 
 
