@@ -309,6 +309,7 @@ def predict_cmd(
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl (for pan-classic also PAN
     2013-2015's answers.txt). Needs no network."""
     from core.files import atomic_write, write_jsonl, writing_alone
+    from harness.results import RESULT_NAME
 
     task = _pan_answers_task(task_name)
     registry.check_fits(system_name, task_name)
@@ -320,6 +321,8 @@ def predict_cmd(
     answers_path = output_dir / "answers.jsonl"
     paths = [answers_path, *(output_dir / name for name in task.extra_answer_files([]))]
     _check_output_folder(output_dir, "--output")
+    if (output_dir / RESULT_NAME).exists():  # a run folder: its answers.jsonl is the one its result.json scored
+        raise HarnessError(f"--output {output_dir} is the folder of a run ({RESULT_NAME}); name another folder")
     for path in paths:
         if path.is_dir():
             raise HarnessError(f"--output {output_dir}: {path} is a folder; predict writes its answers there")
@@ -770,7 +773,7 @@ def leaderboard_cmd(
         render,
         render_summaries,
     )
-    from harness.results import DETAILS_NAME
+    from harness.results import DETAILS_NAME, RESULT_NAME
 
     if not summary and (datasets is not None or include_format_samples):  # never silently ignored
         option = "--datasets" if datasets is not None else "--include-format-samples"
@@ -780,11 +783,18 @@ def leaderboard_cmd(
         if os.path.lexists(output) and not overwrite:  # as report, score and predict refuse
             raise HarnessError(f"{output} exists; pass --overwrite to replace it")
     runs = find_runs(results)
-    if output is not None:  # never onto a file it reads, even with --overwrite
+    if output is not None:  # never onto a file it reads, nor into a run folder, even with --overwrite
         inputs = {path.resolve() for run in runs for path in (run.path, *run.copies)}
-        inputs |= {path.parent / DETAILS_NAME for path in inputs}
-        if output.resolve() in inputs:
+        target = output.resolve()
+        if target in inputs | {path.parent / DETAILS_NAME for path in inputs}:
             raise HarnessError(f"--output {output} is one of the result files it reads; name another file")
+        for folder in sorted({path.parent for path in inputs}):
+            if folder in target.parents:  # its answers, checkpoint and notes are the run's
+                raise HarnessError(f"--output {output} lies in the run folder {folder}; name a file outside it")
+        if target.name in (RESULT_NAME, DETAILS_NAME):  # the next leaderboard would read it as a run's
+            raise HarnessError(
+                f"--output {output}: a leaderboard named {target.name} would pass for a run's; rename it"
+            )
     tables = build_tables(runs, ci=ci, significance=significance, resamples=resamples)
     if summary:
         names = None if datasets is None else parse_dataset_names(datasets)

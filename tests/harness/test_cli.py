@@ -236,6 +236,22 @@ def test_run_refuses_a_file_where_its_folder_goes_before_fitting(tmp_path: Path,
     assert in_the_way.read_text(encoding="utf-8") == "mine\n"
 
 
+def test_leaderboard_and_predict_never_write_into_a_run_folder(finished_run: Path, tmp_path: Path):
+    """With --overwrite too: a run's answers and checkpoint are its result's, not a table's or another system's."""
+    runs = tmp_path / "pan23"
+    before = {p: p.read_bytes() for p in finished_run.rglob("*") if p.is_file()}
+    for inside in (finished_run / "answers.jsonl", finished_run / "checkpoint" / "config.json"):
+        code, text = invoke("leaderboard", str(runs), "--format", "csv", "--output", str(inside), "--overwrite")
+        assert code == 2 and f"lies in the run folder {finished_run}" in text
+    code, text = invoke("leaderboard", str(runs), "--format", "json", "--output", str(runs / "result.json"))
+    assert code == 2 and "would pass for a run's" in text and not (runs / "result.json").exists()
+    predict = ["predict", "--system", "cngdist", "--task", "pan23", "--input", str(SAMPLE / "test")]
+    code, text = invoke(*predict, "--output", str(finished_run), "--checkpoint", str(finished_run / "checkpoint"),
+                        "--overwrite")  # fmt: skip
+    assert code == 2 and "is the folder of a run (result.json)" in text
+    assert {p: p.read_bytes() for p in finished_run.rglob("*") if p.is_file()} == before
+
+
 def test_run_times_the_evaluation_as_one_step(finished_run: Path):
     result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
     assert set(result["timings_s"]) == {"load", "fit", "evaluate", "total"}
