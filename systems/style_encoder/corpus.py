@@ -75,7 +75,10 @@ def excluded_by_sets(sets: Sequence[Path], splits: Sequence[str] = ("test",)) ->
             for line, record in read_jsonl(truth):
                 exclusions.authors.update(author_names(record, truth, line))
         for line, record in read_jsonl(origins):
-            if record.get("split") not in splits:
+            split = record.get("split")
+            if split not in ("train", "test"):  # skipped, a record would leave its threads in silently
+                raise DataError(f"expected 'train' or 'test', got {split!r}", path=origins, line=line, field="split")
+            if split not in splits:
                 continue
             groups, post_ids = origin_texts(record, origins, line)
             exclusions.groups.update(group for groups_of_text in groups for group in groups_of_text)
@@ -187,6 +190,13 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
             kinds.append(kind)
             threads.append(thread)
             communities.append(community)  # the community `harness pairs --from forum` matches by default
+    excluded = left_out["excluded_author"] + left_out["excluded_thread"] + left_out["excluded_post"]
+    if exclusions.sets and not excluded:
+        raise HarnessError(
+            f"{path}: no post here is by an author, in a thread or among the posts of {', '.join(exclusions.sets)}, "
+            "so nothing would be left out: was the set built from other posts? Build it from these with `harness "
+            "pairs --from forum`, or pre-train without --exclude-test-of/--exclude-all-of"
+        )
     kept = {author: parts for author, parts in by_author.items() if len(parts[0]) >= 2}
     left_out["single_post_author"] = sum(len(parts[0]) for author, parts in by_author.items() if author not in kept)
     if len(kept) < 2:

@@ -26,6 +26,7 @@ from the training split's posts only, so no vector computed on test-period posts
 from __future__ import annotations
 
 import csv
+import io
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -137,12 +138,20 @@ def _read_rows(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
         raise DataError("file not found", path=path)
     csv.field_size_limit(1 << 30)  # posts with whole PGP keys exceed the default 128 kB
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")  # a byte order mark (as Excel writes) is not part of the first column's name
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})", path=path, line=line) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         missing = set(REQUIRED_COLUMNS) - set(reader.fieldnames or ())
         if missing:
             raise DataError(f"missing column(s) {', '.join(sorted(missing))}", path=path, line=1)
         rows = list(reader)
+    except csv.Error as exc:
+        raise DataError(f"not readable as CSV ({exc})", path=path, line=reader.line_num) from None
     if not rows:
         raise DataError("no rows", path=path)
     return rows

@@ -116,6 +116,8 @@ class DarkwebTask:
             raise HarnessError(f"min_posts must allow two episodes (>= {2 * episode_length}), got {min_posts!r}")
         if query_sample is not None and query_sample < 1:
             raise HarnessError(f"query_sample must be positive or None, got {query_sample!r}")
+        if query_seed < 0:  # numpy's generators take seeds of any size, but none below 0
+            raise HarnessError(f"query_seed must not be negative, got {query_seed!r}")
         if max_authors is not None and max_authors < 2:
             raise HarnessError(f"max_authors must be at least 2 or None, got {max_authors!r}")
         if multitask and market is not None:

@@ -33,14 +33,19 @@ def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
     return posts, sha256_files([path])
 
 
+# the Unix seconds of 0001-01-01 and 9999-12-31 23:59:59 UTC, the dates Python's datetime can hold
+FIRST_SECOND, LAST_SECOND = -62_135_596_800, 253_402_300_799
+
+
 def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
     """The posts of a posts file, in file order, each validated as it is read.
 
     Each line needs post_id, author, market, subforum, thread_id (strings), created (integer
     Unix seconds) and text (a string, possibly empty: the tasks decide what an empty post means);
-    parent_id may be null and kind defaults to "comment". Duplicate post ids are an error, and so are
-    a `created` of NaN or Infinity and an id or label holding a lone surrogate (see `require_field`); the text
-    may hold one, as a PAN problem's text may. The first fault raises a DataError naming file, line and field.
+    parent_id may be null and kind defaults to "comment". Duplicate post ids are an error, and so are a
+    `created` of NaN or Infinity or outside the years 1-9999 and an id or label holding a lone surrogate (see
+    `require_field`); the text may hold one, as a PAN problem's text may. The first fault raises a DataError naming
+    file, line and field.
     """
     path = Path(path)
     first_line: dict[str, int] = {}
@@ -54,6 +59,13 @@ def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
         created = require_field(obj, "created", (int, float), path, line)
         if created != int(created):
             raise DataError(f"expected whole Unix seconds, got {created!r}", path=path, line=line, field="created")
+        if not FIRST_SECOND <= created <= LAST_SECOND:  # the tasks date posts; milliseconds are past year 9999
+            raise DataError(
+                f"expected Unix seconds of a date in the years 1-9999, got {created!r} (milliseconds?)",
+                path=path,
+                line=line,
+                field="created",
+            )
         parent = obj.get("parent_id")
         if parent is not None and not isinstance(parent, str):
             raise DataError(

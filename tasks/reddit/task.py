@@ -171,6 +171,13 @@ class RedditTask:
                 raise HarnessError(f"{name} must lie in (0, 1), got {value}")
         if not 0.0 < linking_split_quantile < 1.0:
             raise HarnessError(f"linking_split_quantile must lie in (0, 1), got {linking_split_quantile}")
+        if split_seed < 0:  # numpy's generators take seeds of any size, but none below 0
+            raise HarnessError(f"split_seed must not be negative, got {split_seed}")
+        if linking_target_size < 1:
+            raise HarnessError(f"linking_target_size must be positive, got {linking_target_size}")
+        for name, cap in (("max_linking_queries", max_linking_queries), ("max_linking_targets", max_linking_targets)):
+            if cap is not None and cap < 1:
+                raise HarnessError(f"{name} must be positive or None, got {cap}")
         sizes = tuple(int(k) for k in linking_target_sizes)
         if not sizes or min(sizes) < 1:
             raise HarnessError(f"linking_target_sizes must be positive integers, got {list(linking_target_sizes)}")

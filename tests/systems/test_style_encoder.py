@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,25 @@ def test_a_set_without_origins_or_with_bad_authors_is_refused(slice_set: Path, t
     with pytest.raises(DataError) as caught:
         excluded_by_sets([bare])
     assert caught.value.line == 2 and caught.value.field == "authors"
+
+
+def test_a_set_that_would_leave_nothing_out_is_refused(forum_slice: Path, slice_set: Path, tmp_path: Path):
+    """A set built from other posts, or origins without their split, would let pre-training see what it scores."""
+    other = tmp_path / "other"
+    shutil.copytree(slice_set, other)
+    truth = other / "test" / "truth.jsonl"
+    rows = [json.loads(line) for line in truth.read_text(encoding="utf-8").splitlines()]
+    truth.write_text("".join(json.dumps({**r, "authors": ["nobody-a", "nobody-b"]}) + "\n" for r in rows))
+    origins = other / "pair_origins.jsonl"
+    records = [json.loads(line) for line in origins.read_text(encoding="utf-8").splitlines()]
+    other_posts = [{**r, "groups": [["elsewhere"]] * 2, "origins": ["x#none", "x#none"]} for r in records]
+    origins.write_text("".join(json.dumps(r) + "\n" for r in other_posts))
+    with pytest.raises(HarnessError, match="nothing would be left out: was the set built from other posts"):
+        pretraining_corpus(forum_slice, excluded_by_sets([other]))
+    origins.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "split"}) + "\n" for r in records))
+    with pytest.raises(DataError) as caught:
+        excluded_by_sets([other])
+    assert caught.value.line == 1 and caught.value.field == "split"
 
 
 @pytest.mark.parametrize("task_name", ["reddit", "darkweb"])

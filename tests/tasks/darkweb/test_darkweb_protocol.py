@@ -256,6 +256,8 @@ def test_the_protocol_is_a_recorded_task_parameter(tmp_path: Path):
     assert DarkwebTask().protocol == "thread-disjoint"
     assert constructor_params(DarkwebTask())["protocol"] == "thread-disjoint"
     assert constructor_params(DarkwebTask(protocol="legacy"))["protocol"] == "legacy"
+    with pytest.raises(HarnessError, match="query_seed must not be negative"):
+        DarkwebTask(query_sample=20, query_seed=-1)
     with pytest.raises(HarnessError, match="protocol must be one of"):
         DarkwebTask(protocol="leaky")
     # posts without thread ids cannot be scored thread-disjoint: a clear error, legacy still works

@@ -150,3 +150,19 @@ def test_bad_layout_files_are_named(tmp_path: Path):
     bad.write_text("uid1,market1,uid2,market2,match\na,x,b,y,maybe\n", encoding="utf-8")
     with pytest.raises(DataError, match="boolean"):
         read_matches(bad)
+
+
+def test_a_byte_order_mark_is_read_past_and_bad_bytes_are_named_by_line(tmp_path: Path):
+    """Excel writes a BOM before the header (its first column went missing); a Latin-1 byte was a traceback."""
+    root = write_layout(tmp_path)
+    train = root / "bmr" / "train.csv"
+    plain = DarkwebTask(episode_length=3).load(root, "train")
+    train.write_bytes(b"\xef\xbb\xbf" + train.read_bytes())
+    with_bom = DarkwebTask(episode_length=3).load(root, "train")
+    assert with_bom.episodes == plain.episodes and with_bom.checksum != plain.checksum  # the bytes differ
+    lines = train.read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b"no", b"n\xe9")
+    train.write_bytes(b"\n".join(lines))
+    with pytest.raises(DataError, match="not valid UTF-8") as caught:
+        DarkwebTask(episode_length=3).load(root, "train")
+    assert caught.value.line == 4 and caught.value.path == str(train)

@@ -53,6 +53,9 @@ def test_plain_and_gzipped_read_the_same(tmp_path: Path):
         ({**GOOD, "author": " "}, "author", "empty"),
         ({**GOOD, "created": "yesterday"}, "created", "expected int or float"),
         ({**GOOD, "created": 1.5}, "created", "whole Unix seconds"),
+        # past what a date holds: pyarrow's int64 overflowed on 10**30, reddit's dates on milliseconds
+        ({**GOOD, "created": 10**30}, "created", "a date in the years 1-9999"),
+        ({**GOOD, "created": 1_600_000_000_000}, "created", "milliseconds\\?"),
         ({**GOOD, "text": None}, "text", "expected str"),
         ({**GOOD, "parent_id": 3}, "parent_id", "str or null"),
     ],

@@ -286,3 +286,10 @@ def test_bad_protocol_parameters_are_refused():
         RedditTask(ranking_gap_days=-1)
     with pytest.raises(HarnessError, match="must be positive"):
         RedditTask(linking_min_subreddit_queries=0)
+    # values that numpy refused with a traceback, after the posts were read (second bad-input audit)
+    with pytest.raises(HarnessError, match="split_seed must not be negative"):
+        RedditTask(split_seed=-1)
+    with pytest.raises(HarnessError, match="linking_target_size must be positive"):
+        RedditTask(linking_target_size=0)
+    with pytest.raises(HarnessError, match="max_linking_queries must be positive or None"):
+        RedditTask(max_linking_queries=-1)
