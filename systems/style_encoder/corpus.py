@@ -163,11 +163,20 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
     left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
     if exclusions.only_post_ids is not None:
         left_out["outside_training_split"] = 0
+    first_line: dict[str, int] = {}
     for line, record in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
-        # the fields of the forum tasks' posts files (tasks.forum.reader) that pre-training reads
+        # the fields of the forum tasks' posts files (tasks.forum.reader) that pre-training reads, checked as they
+        # are there (a GPU bundle's posts hold only these fields, so the tasks' reader itself is not used)
         post_id, author, thread, community = (
             require_field(record, name, str, path, line) for name in ("post_id", "author", "thread_id", "subforum")
         )
+        if post_id in first_line:  # a post twice would give its author a same-text positive pair
+            where = f"first on line {first_line[post_id]}"
+            raise DataError(f"duplicate post id {post_id!r} ({where})", path=path, line=line, field="post_id")
+        first_line[post_id] = line
+        for name, value in (("author", author), ("thread_id", thread), ("subforum", community)):
+            if not value.strip():
+                raise DataError("empty string", path=path, line=line, field=name)
         kind = record.get("kind", "comment")
         if not isinstance(kind, str):
             raise DataError(f"expected str, got {type(kind).__name__}", path=path, line=line, field="kind")

@@ -157,10 +157,12 @@ def test_community_batches_draw_every_post_from_one_community(forum_slice: Path)
 def test_a_bad_post_is_named_by_file_line_and_field(tmp_path: Path):
     posts = tmp_path / "posts.jsonl"
     good = {"post_id": "p1", "author": "a", "thread_id": "t", "subforum": "s", "kind": "comment", "text": "x" * 40}
-    posts.write_text(json.dumps(good) + "\n" + json.dumps(good | {"post_id": "p2", "author": 7}) + "\n")
-    with pytest.raises(DataError) as caught:
-        pretraining_corpus(tmp_path, Exclusions())
-    assert caught.value.path == str(posts) and caught.value.line == 2 and caught.value.field == "author"
+    # checked as the forum tasks check them: a bad or blank author, a repeated post id
+    for bad, field in ({"author": 7}, "author"), ({"author": " "}, "author"), ({"post_id": "p1"}, "post_id"):
+        posts.write_text(json.dumps(good) + "\n" + json.dumps(good | {"post_id": "p2"} | bad) + "\n")
+        with pytest.raises(DataError) as caught:
+            pretraining_corpus(tmp_path, Exclusions())
+        assert caught.value.path == str(posts) and caught.value.line == 2 and caught.value.field == field
 
 
 def test_presets_and_bad_settings():
