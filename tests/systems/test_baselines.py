@@ -149,7 +149,7 @@ def test_loading_a_wrong_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
         WordTfidf.load(tmp_path / "cngdist")
     with pytest.raises(HarnessError, match="cngdist"):
         CompressorBaseline.load(tmp_path / "cngdist")
-    with pytest.raises(HarnessError, match="not a checkpoint"):
+    with pytest.raises(HarnessError, match="no such checkpoint folder"):
         CharNgramDistance.load(tmp_path / "nothing-here")
 
 
