@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import math
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from core.files import STAGED_SUFFIX, is_write_error, staging_folder
 from harness.leaderboard import Run, build_tables, escape
 from harness.leaderboard.table import Table
 from harness.metrics.linking import det_curve
+from harness.results import DETAILS_NAME
 
 STYLE = {
     "figure.figsize": (4.6, 3.6),
@@ -92,6 +94,8 @@ def verification_trials(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     details = run.result.details()  # checked against the checksum its result recorded
     if not details or not {"value", "same"} <= details[0].keys():
         return None
+    if any(not {"value", "same"} <= row.keys() for row in details):  # a hand-edited file: one line, not a KeyError
+        raise HarnessError(f"{run.result.folder / DETAILS_NAME}: some rows lack 'value' or 'same'; not a run's answers")
     return (
         np.array([row["value"] for row in details], dtype=np.float64),
         np.array([row["same"] for row in details], dtype=bool),
@@ -201,7 +205,9 @@ def plot_measure_by_parameter(
             continue
         if dataset is not None and result.dataset != dataset:
             continue
-        points[result.system_name][value].append(result.scores[measure])
+        score = result.score(measure)  # NaN where a hand-edited file holds null or a string: not a point
+        if not math.isnan(score):
+            points[result.system_name][value].append(score)
     if not points:
         return []
     rows = []

@@ -133,7 +133,31 @@ def read_details(result_path: Path, checksum: str | None = None) -> list[dict[st
         check_details(result_path, checksum)
     if path.stat().st_size == 0:
         return []
-    return [row for _, row in read_jsonl(path)]  # a malformed line is a one-line error naming file and line
+    rows = []
+    for line, row in read_jsonl(path):  # a malformed line is a one-line error naming file and line
+        _check_details_row(path, line, row)
+        rows.append(row)
+    return rows
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# The fields that resampling reads (harness.item_statistics), and what each must hold: a hand-edited row of an older
+# run (no checksum) is refused here, by file, line and field, not half way through a bootstrap.
+_DETAILS_FIELDS = {
+    "value": ("a number", _is_number),
+    "score": ("a number", _is_number),
+    "same": ("true or false", lambda value: isinstance(value, bool)),
+    "rank": ("an integer >= 0", lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= 0),
+}
+
+
+def _check_details_row(path: Path, line: int, row: dict[str, Any]) -> None:
+    for name, (kind, holds) in _DETAILS_FIELDS.items():
+        if name in row and not holds(row[name]):
+            raise DataError(f"must be {kind}, not {json.dumps(row[name])[:40]}", path=path, line=line, field=name)
 
 
 def check_details(result_path: Path, checksum: str) -> None:

@@ -191,6 +191,12 @@ def test_parameter_figures_come_from_the_results_task_section(tmp_path: Path):
     assert [(r["system"], r["episode_length"], float(r["mrr_mean"])) for r in rows] == [
         ("a", "1", 0.1), ("a", "5", 0.5), ("b", "1", 0.1), ("b", "5", 0.5)
     ]  # fmt: skip
+    # a hand-edited score that is not a number is no point (before: a numpy TypeError on a string's mean)
+    runs = [run("forum", "a", 1, 0.1, ["episode_length"]), run("forum", "a", 1, "abc", ["episode_length"])]
+    runs += [run("forum", "a", 5, None, ["episode_length"])]
+    plot_parameter_figures(runs, tmp_path / "edited")
+    rows = list(csv.DictReader((tmp_path / "edited" / "mrr-by-episode_length-forum.csv").read_text().splitlines()))
+    assert [(r["episode_length"], float(r["mrr_mean"]), r["runs"]) for r in rows] == [("1", 0.1, "1")]
 
 
 def write_ranking_run(folder: Path, system: str, ranks: list[int], task: dict) -> Path:

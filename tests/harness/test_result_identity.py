@@ -156,6 +156,26 @@ def test_a_result_written_before_details_checksums_is_read_with_a_warning(sample
     assert len(warned) == 1 and str(runs / SEED_DIR / "result.json") in warned[0]  # once, though read twice
 
 
+@pytest.mark.parametrize(("field", "value"), [("value", "abc"), ("same", 1), ("value", None)])
+def test_an_unchecked_details_row_of_the_wrong_kind_is_refused_by_file_line_and_field(
+    sample_run: Path, tmp_path: Path, field: str, value: object
+):
+    """An older result (no checksum) whose details were edited by hand: one line naming the row, not a TypeError
+    half way through the bootstrap."""
+    runs = copied_runs(sample_run, tmp_path / "runs")
+    edit_json(runs / SEED_DIR / "result.json", lambda result: result["details"].pop("checksum"))
+    details = runs / SEED_DIR / "details.jsonl"
+    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
+    rows[2][field] = value
+    details.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    done = harness("leaderboard", runs, "--ci", "--resamples", "20")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{details}:3: field '{field}': must be " in done.stderr.strip().splitlines()[-1]
+    report = tmp_path / "report"
+    assert harness("report", "--results", runs, "--out", report, "--resamples", "20").returncode == 2
+    assert not report.exists()
+
+
 # ------------------------------------------------------------------------------ item 5: one identity of test data
 
 
