@@ -84,6 +84,28 @@ def find_data_file(folder: Path, stem: str) -> Path:
     raise DataError(f"expected {stem} or {stem}.gz in this directory", path=folder)
 
 
+def compression_problem(path: Path) -> str | None:
+    """Why `path`'s first bytes disagree with its name, in words for an error after the path; None where they agree.
+
+    A `.gz` name must hold gzip bytes and a plain name must not. A reader that keys a cache by the bytes alone
+    (tasks.forum.post_table) checks this first, so a plain file named `.gz` is refused as it is when not cached.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(GZIP_MAGIC))
+    except OSError:
+        return None  # the reader's own open names what is wrong with the file
+    if not head:
+        return None  # the reader names an empty file as empty
+    gzip_bytes = head == GZIP_MAGIC
+    if path.suffix == ".gz" and not gzip_bytes:
+        return f"not gzipped, though named .gz; name it {path.stem} or compress it"
+    if path.suffix != ".gz" and gzip_bytes:
+        return f"this looks gzipped; name it {path.name}.gz"
+    return None
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a plain or gzipped jsonl file.
 
@@ -92,13 +114,12 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     before the first line is read past.
     """
     path = Path(path)
-    gzipped = path.suffix == ".gz"
-    opener = gzip.open if gzipped else open
+    if (problem := compression_problem(path)) is not None:
+        raise DataError(problem, path=path)
+    opener = gzip.open if path.suffix == ".gz" else open
     seen_any = False
     try:
         with opener(path, "rb") as handle:
-            if not gzipped and handle.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] == GZIP_MAGIC:
-                raise DataError(f"this looks gzipped; name it {path.name}.gz", path=path)
             for line_no, raw in enumerate(handle, start=1):
                 try:
                     line = raw.decode("utf-8")

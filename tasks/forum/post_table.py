@@ -39,7 +39,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from core.files import SET_ASIDE_SUFFIX, file_sha256, find_temporaries, staging_folder, swap_folder
+from core.files import SET_ASIDE_SUFFIX, compression_problem, file_sha256, find_temporaries, staging_folder, swap_folder
 from tasks.forum.reader import iter_forum_posts
 from tasks.forum.records import ForumPost
 
@@ -93,6 +93,8 @@ def open_post_table(path: Path) -> PostTable:
     A cache whose files differ from what its marker records is rebuilt; one that cannot be written is bypassed.
     """
     path = Path(path)
+    if (problem := compression_problem(path)) is not None:  # the cache's key is the bytes, not the name
+        raise DataError(problem, path=path)
     content, checksum = file_digests(path)
     folder = posts_cache_folder(content)
     marker = _read_marker(folder)

@@ -311,6 +311,24 @@ def test_gzip_bytes_in_a_plain_posts_file_say_so(tmp_path: Path) -> None:
     assert line == f"error: {posts}: this looks gzipped; name it posts.jsonl.gz"
 
 
+def test_a_plain_posts_file_named_gz_is_refused_also_once_its_bytes_are_cached(
+    forum_slice: Path, tmp_path: Path
+) -> None:
+    """darkweb's posts cache is keyed by the file's bytes: a plain file renamed .gz after a run had cached them was
+    read (the audit's U1), where a fresh cache refused it."""
+    from tasks.forum.post_table import open_post_table
+
+    posts = tmp_path / "forum" / "posts.jsonl"
+    posts.parent.mkdir()
+    shutil.copyfile(forum_slice / "posts.jsonl", posts)
+    assert len(open_post_table(posts)) > 0  # its bytes are now in the cache
+    named_gz = posts.rename(posts.with_name("posts.jsonl.gz"))
+    out = tmp_path / "out"
+    line = refused("run", "--system", "episode_tfidf", "--task", "darkweb", "--data", posts.parent, "--out", out)
+    assert line == f"error: {named_gz}: not gzipped, though named .gz; name it posts.jsonl or compress it"
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("split", ["train", "test"])
 def test_a_plain_file_beside_its_gzipped_twin_is_ambiguous(tmp_path: Path, split: str) -> None:
     data = pan23_copy(tmp_path)
