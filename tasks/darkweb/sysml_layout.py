@@ -66,14 +66,14 @@ def read_market_split(market_dir: Path, split: str, episode_length: int) -> Mark
     """One market's split: its episodes (persons not yet matched across markets) and graph posts."""
     csv_path = Path(market_dir) / f"{split}.csv"
     episodes_path = Path(market_dir) / "episodes" / f"len_{episode_length}.json"
-    rows = _read_rows(csv_path)
+    rows, lines = _read_rows(csv_path)
     market = rows[0]["market"]
-    for line, row in enumerate(rows, start=2):
+    for line, row in zip(lines, rows, strict=True):
         if row["market"] != market:
             raise DataError(
                 f"market {row['market']!r} differs from the first row's {market!r}", path=csv_path, line=line
             )
-    times = [_parse_date(row["Date"], csv_path, line) for line, row in enumerate(rows, start=2)]
+    times = [_parse_date(row["Date"], csv_path, line) for line, row in zip(lines, rows, strict=True)]
     episode_rows = _read_episode_rows(episodes_path, split, len(rows))
     episodes = []
     for author in sorted(episode_rows):
@@ -134,7 +134,9 @@ def _truthy(value: str, path: Path, line: int) -> bool:
     raise DataError(f"expected a boolean, got {value!r}", path=path, line=line, field="match")
 
 
-def _read_rows(path: Path) -> list[dict[str, str]]:
+def _read_rows(path: Path) -> tuple[list[dict[str, str]], list[int]]:
+    """The rows of a SYSML csv and the line each starts on (a post may span lines); a row with fewer or more fields
+    than the header is a DataError naming its line."""
     if not path.is_file():
         raise DataError("file not found", path=path)
     csv.field_size_limit(1 << 30)  # posts with whole PGP keys exceed the default 128 kB
@@ -149,12 +151,21 @@ def _read_rows(path: Path) -> list[dict[str, str]]:
         missing = set(REQUIRED_COLUMNS) - set(reader.fieldnames or ())
         if missing:
             raise DataError(f"missing column(s) {', '.join(sorted(missing))}", path=path, line=1)
-        rows = list(reader)
+        width = len(reader.fieldnames or ())
+        rows, lines = [], []
+        start = reader.line_num + 1
+        for row in reader:
+            fields = width + len(row.get(None) or ()) - sum(value is None for value in row.values())
+            if fields != width:  # DictReader fills a short row with None and keeps a long one's rest under None
+                raise DataError(f"{fields} field(s) where the header has {width}", path=path, line=start)
+            rows.append(row)
+            lines.append(start)
+            start = reader.line_num + 1
     except csv.Error as exc:
         raise DataError(f"not readable as CSV ({exc})", path=path, line=reader.line_num) from None
     if not rows:
         raise DataError("no rows", path=path)
-    return rows
+    return rows, lines
 
 
 def _parse_date(value: str, path: Path, line: int) -> datetime:

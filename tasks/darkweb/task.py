@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -26,7 +27,7 @@ from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embed
 from tasks.darkweb.records import DarkwebData, Episode
 from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
 from tasks.forum.post_table import PostRows, PostTable, open_post_table
-from tasks.forum.reader import find_posts_file
+from tasks.forum.reader import POSTS_STEM, find_posts_file
 from tasks.forum.records import ForumPost
 from toolkit.retrieval import system_metric
 
@@ -246,6 +247,13 @@ class DarkwebTask:
 
     def _build(self, data_dir: Path) -> dict[str, DarkwebData]:
         if is_sysml_layout(data_dir):
+            posts = [data_dir / name for name in (POSTS_STEM, f"{POSTS_STEM}.gz") if os.path.lexists(data_dir / name)]
+            if posts:  # which one the user meant is not ours to guess (the CSVs were read, unsaid)
+                raise DataError(
+                    f"holds both SYSML's layout (a train.csv) and {posts[0].name}; give --data {posts[0]} to read "
+                    "the posts, or move it out to read the CSVs",
+                    path=data_dir,
+                )
             return self._build_from_sysml_layout(data_dir)
         return self._build_from_posts(data_dir)
 

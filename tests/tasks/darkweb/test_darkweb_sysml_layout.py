@@ -166,3 +166,24 @@ def test_a_byte_order_mark_is_read_past_and_bad_bytes_are_named_by_line(tmp_path
     with pytest.raises(DataError, match="not valid UTF-8") as caught:
         DarkwebTask(episode_length=3).load(root, "train")
     assert caught.value.line == 4 and caught.value.path == str(train)
+
+
+def test_a_short_row_is_named_by_its_line_counting_posts_that_span_lines(tmp_path: Path):
+    """A row with one field was reported as "market 'bmr' differs from the first row's None", by its record number."""
+    root = write_layout(tmp_path)
+    train = root / "bmr" / "train.csv"
+    lines = train.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace("hi all [LINK]", '"hi all\n[LINK]\nbye"')  # one post on three lines
+    train.write_text("\n".join([*lines[:3], "only one field", *lines[3:]]) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="1 field.s. where the header has 6") as caught:
+        DarkwebTask(episode_length=3).load(root, "train")
+    assert caught.value.line == 6 and caught.value.path == str(train)  # header, a post on lines 2-4, one on 5
+
+
+def test_a_folder_with_both_the_layout_and_a_posts_file_is_refused(tmp_path: Path):
+    """The CSVs were read and posts.jsonl ignored, unsaid; giving the posts file itself reads it."""
+    root = write_layout(tmp_path)
+    (root / "posts.jsonl").write_text("{}\n", encoding="utf-8")
+    with pytest.raises(DataError, match="both SYSML's layout .a train.csv. and posts.jsonl; give --data") as caught:
+        DarkwebTask(episode_length=3).load(root, "train")
+    assert caught.value.path == str(root)
