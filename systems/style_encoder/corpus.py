@@ -19,6 +19,7 @@ from typing import Any
 from core.errors import DataError, HarnessError
 from core.files import find_data_file, read_jsonl, require_field
 from core.progress import pbar
+from tasks.forum.reader import post_kind
 from toolkit.text_prep import prepare_text
 
 POSTS_STEM = "posts.jsonl"  # as the forum tasks read it: `<folder>/posts.jsonl[.gz]`, or the file itself
@@ -177,9 +178,7 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
         for name, value in (("author", author), ("thread_id", thread), ("subforum", community)):
             if not value.strip():
                 raise DataError("empty string", path=path, line=line, field=name)
-        kind = record.get("kind", "comment")
-        if not isinstance(kind, str):
-            raise DataError(f"expected str, got {type(kind).__name__}", path=path, line=line, field="kind")
+        kind = post_kind(record, path, line)
         text = require_field(record, "text", str, path, line, free_text=True)
         if author in exclusions.authors:
             left_out["excluded_author"] += 1

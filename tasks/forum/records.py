@@ -18,6 +18,7 @@ PGP_ENCMSG = "[PGP ENCMSG]"
 LINK = "[LINK]"
 IMAGE = "[IMAGE]"
 SPECIAL_TOKENS = (QUOTE, PGP_PUBKEY, PGP_SIGNATURE, PGP_ENCMSG, LINK, IMAGE)
+POST_KINDS = ("submission", "comment")  # a post's `kind`; a typo ("Comment") would pass for a discourse type
 
 
 class ForumPost(NamedTuple):
@@ -29,7 +30,7 @@ class ForumPost(NamedTuple):
     subforum: str
     thread_id: str
     parent_id: str | None
-    kind: str  # "submission" or "comment"
+    kind: str  # one of POST_KINDS
     created: int  # Unix seconds, UTC
     text: str
 

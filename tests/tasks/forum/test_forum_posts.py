@@ -58,6 +58,9 @@ def test_plain_and_gzipped_read_the_same(tmp_path: Path):
         ({**GOOD, "created": 1_600_000_000_000}, "created", "milliseconds\\?"),
         ({**GOOD, "text": None}, "text", "expected str"),
         ({**GOOD, "parent_id": 3}, "parent_id", "str or null"),
+        # "Comment" beside "comment" made `harness pairs --from forum` pair two comments as two discourse types
+        ({**GOOD, "kind": "Comment"}, "kind", "expected one of submission, comment, got 'Comment'"),
+        ({**GOOD, "kind": None}, "kind", "expected one of submission, comment, got null"),
     ],
 )
 def test_bad_fields_name_file_line_and_field(tmp_path: Path, row: dict, field: str, message: str):
