@@ -203,6 +203,19 @@ def _type_names(kind: type | tuple[type, ...]) -> str:
     return " or ".join(k.__name__ for k in _as_tuple(kind))
 
 
+def give_open_permissions(folder: Path) -> None:
+    """Give each file in `folder` the permissions a plain open() gives (0666 less the umask).
+
+    safetensors (and so transformers' save_pretrained) writes its files private (0600): a model folder one user
+    shares, or a checkpoint a container reads as another user, would not be readable.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    for written in Path(folder).iterdir():
+        if written.is_file() and not written.is_symlink():
+            os.chmod(written, 0o666 & ~umask)
+
+
 @contextlib.contextmanager
 def atomic_write(path: Path, mode: str = "w") -> Iterator[Any]:
     """Write to a temporary file beside `path` and rename it into place on success.

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import HarnessError, OutputError
-from core.files import LONG_NUMBER_JSON, file_sha256, staged_folder
+from core.files import LONG_NUMBER_JSON, file_sha256, give_open_permissions, staged_folder
 from harness.runtime import RUNTIME_SETTINGS
 
 CONFIG_NAME = "config.json"
@@ -47,8 +47,6 @@ def save_checkpoint(
     """
     from safetensors.numpy import save_file
 
-    umask = os.umask(0)
-    os.umask(umask)
     with staged_folder(Path(directory)) as staging:
         config: dict[str, Any] = {"format": CHECKPOINT_FORMAT, "system": system, "params": params, "state": state}
         checksums = {CONTENT_CHECKSUM: _content_checksum(json.loads(json.dumps(config)))}
@@ -64,8 +62,7 @@ def save_checkpoint(
             (staging / CONFIG_NAME).write_text(text, encoding="utf-8")
         except OSError as error:  # a full disk: one line naming the file (staged_folder removes the staging)
             raise OutputError(Path(directory) / CONFIG_NAME, error) from None
-        for written in staging.iterdir():  # safetensors writes its file private (0600); give what open() gives
-            os.chmod(written, 0o666 & ~umask)
+        give_open_permissions(staging)  # safetensors writes its file private (0600)
 
 
 def _weights_not_written(path: Path, error: Exception) -> Exception:

@@ -65,13 +65,8 @@ def excluded_by_sets(sets: Sequence[Path], splits: Sequence[str] = ("test",)) ->
     """What these splits of these `harness pairs` sets hold: authors, groups and source post ids."""
     exclusions = Exclusions()
     for folder in map(Path, sets):
-        origins = folder / "pair_origins.jsonl"
-        truths = [folder / split / "truth.jsonl" for split in splits]
-        for path in (*truths, origins):
-            if not path.is_file():
-                raise HarnessError(
-                    f"{path}: not found; --exclude-test-of and --exclude-all-of take a set built by `harness pairs`"
-                )
+        truths = [_set_file(folder / split, "truth.jsonl") for split in splits]
+        origins = _set_file(folder, "pair_origins.jsonl")
         for truth in truths:
             for line, record in read_jsonl(truth):
                 exclusions.authors.update(author_names(record, truth, line))
@@ -86,6 +81,16 @@ def excluded_by_sets(sets: Sequence[Path], splits: Sequence[str] = ("test",)) ->
             exclusions.post_ids.update(post_ids)
         exclusions.sets.append(str(folder))
     return exclusions
+
+
+def _set_file(folder: Path, name: str) -> Path:
+    """A `harness pairs` set's file, plain or gzipped (as the pan23 task reads it); missing, one line saying why."""
+    try:
+        return find_data_file(folder, name)
+    except DataError as error:
+        raise HarnessError(
+            f"{error}; --exclude-test-of and --exclude-all-of take a set built by `harness pairs`"
+        ) from None
 
 
 def author_names(record: dict[str, Any], path: Path, line: int) -> list[str]:

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from core.errors import HarnessError
-from core.files import refuse_used_folder, sha256_files, staged_folder
+from core.files import give_open_permissions, refuse_used_folder, sha256_files, staged_folder
 from core.progress import Progress
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 from systems.style_encoder.pretraining import PairSampler, StylePretraining, pair_auc, symmetric_info_nce
@@ -396,6 +396,7 @@ def _write_files(folder: Path, model: NgramStyleModel, manifest: dict[str, Any])
     save_file({name: np.ascontiguousarray(array) for name, array in arrays.items()}, str(folder / MODEL_WEIGHTS))
     config = {"format": "ngram-style-v1", "state": state, "manifest": manifest}
     (folder / MODEL_CONFIG).write_text(json.dumps(config) + "\n", encoding="utf-8")
+    give_open_permissions(folder)  # safetensors writes its file private (0600)
 
 
 def _weights(network: Any) -> dict[str, np.ndarray]:

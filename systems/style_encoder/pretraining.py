@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from core.errors import HarnessError
-from core.files import refuse_used_folder, sha256_files, staged_folder
+from core.files import give_open_permissions, refuse_used_folder, sha256_files, staged_folder
 from core.progress import Progress
 from systems.style_encoder.band_folds import fold_exclusions, fold_folder, folds_record, training_pair_folds
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
@@ -237,6 +237,7 @@ def write_style_encoder(trained: TrainedEncoder, folder: Path, final: Path) -> d
     trained.model.to("cpu").save_pretrained(folder)
     trained.tokenizer.save_pretrained(folder)
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    give_open_permissions(folder)  # save_pretrained's safetensors file is private (0600)
     return manifest
 
 

@@ -6,6 +6,7 @@ model (band on its training scores) and without one (learnt per fold)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,10 @@ def test_the_command_writes_a_model_the_verifier_reads(forum_slice: Path, slice_
     assert manifest["settings"]["seed"] == 1 and manifest["excluded"]["sets"] == [f"{slice_set} (both splits)"]
     assert (manifest["settings"]["dimensions"], manifest["settings"]["char_features"]) == (24, 4000)
     assert manifest["style_space"]["dimensions"] == 24 and 1000 < manifest["style_space"]["features"] <= 5500
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {path.name: path.stat().st_mode & 0o777 for path in out.iterdir()}  # safetensors alone wrote 0600
+    assert modes == {MODEL_CONFIG: 0o666 & ~umask, "ngram_style.safetensors": 0o666 & ~umask}
 
     task = Pan23Task()
     train, test = task.load(slice_set, "train"), task.load(slice_set, "test")

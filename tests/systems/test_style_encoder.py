@@ -4,6 +4,7 @@ encoder_wccn reads, written whole, never over a user's folder."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import shutil
@@ -63,11 +64,22 @@ def test_the_test_side_of_a_pair_set_is_left_out(forum_slice: Path, slice_set: P
     assert all(len(texts) >= 2 for texts in corpus.texts)
 
 
+def test_a_set_with_gzipped_files_leaves_out_the_same(slice_set: Path, tmp_path: Path):
+    """pan23 reads a set's truth.jsonl.gz; exclusion said "not found\"."""
+    zipped = tmp_path / "zipped"
+    shutil.copytree(slice_set, zipped)
+    for path in (zipped / "test" / "truth.jsonl", zipped / "pair_origins.jsonl"):
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    plain, gzipped = excluded_by_sets([slice_set]), excluded_by_sets([zipped])
+    assert (gzipped.authors, gzipped.groups, gzipped.post_ids) == (plain.authors, plain.groups, plain.post_ids)
+
+
 def test_a_set_without_origins_or_with_bad_authors_is_refused(slice_set: Path, tmp_path: Path):
     bare = tmp_path / "bare"
     (bare / "test").mkdir(parents=True)
     (bare / "test" / "truth.jsonl").write_text('{"id": "a", "same": true, "authors": ["x", "x"]}\n')
-    with pytest.raises(HarnessError, match="pair_origins.jsonl: not found"):
+    with pytest.raises(HarnessError, match="expected pair_origins.jsonl or pair_origins.jsonl.gz in this directory"):
         excluded_by_sets([bare])
     (bare / "pair_origins.jsonl").write_text((slice_set / "pair_origins.jsonl").read_text(encoding="utf-8"))
     (bare / "test" / "truth.jsonl").write_text('{"id": "a", "same": true, "authors": ["x", "x"]}\n{"id": "b"}\n')
