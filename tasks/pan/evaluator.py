@@ -85,6 +85,23 @@ def read_answers(path: Path) -> dict[str, float]:
     return answers
 
 
+def _first_line_of(path: Path | None, ids: set[str]) -> int | None:
+    """The line of the first answer in `path` to one of `ids` (read again: only an error needs it)."""
+    if path is None:
+        return None
+    path = Path(path)
+    if path.name.lower().endswith(".txt"):  # PAN 2013-2015's answers.txt, as the classic task reads it
+        from tasks.pan.folders import classic_answer_lines
+
+        lines = ((line, problem_id) for line, problem_id, _ in classic_answer_lines(path))
+    else:
+        lines = ((line, obj.get("id")) for line, obj in read_jsonl(path))
+    try:
+        return next((line for line, problem_id in lines if problem_id in ids), None)
+    except DataError:  # answers given in memory, or the file changed since: the error names no line
+        return None
+
+
 def score_answers(
     answers: Mapping[str, float],
     truth: Mapping[str, VerificationTruth],
@@ -108,7 +125,10 @@ def score_answers(
         shown = ", ".join(repr(problem_id) for problem_id in sorted(unknown)[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         raise DataError(
-            f"{len(unknown)} answer(s) to problems not in the truth: {shown}{more}", path=answers_path, field="id"
+            f"{len(unknown)} answer(s) to problems not in the truth: {shown}{more}",
+            path=answers_path,
+            line=_first_line_of(answers_path, set(unknown)),
+            field="id",
         )
     for problem_id, value in answers.items():
         problem = _check_value(value)

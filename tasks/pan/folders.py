@@ -154,6 +154,9 @@ def _read_contents(corpus_dir: Path) -> tuple[dict[str, Any] | None, Path | None
 
 def problem_dirs(corpus_dir: Path) -> list[Path]:
     """The problem subfolders of a corpus folder, sorted by name; hidden and `__` folders are skipped."""
+    for name in ("truth.txt", "contents.json"):  # a folder of that name would be taken for a problem folder
+        if (corpus_dir / name).is_dir():
+            raise DataError(f"is a folder, not a file; the corpus's {name} must be a file", path=corpus_dir / name)
     dirs = sorted(p for p in corpus_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
     if not dirs:
         raise DataError(
@@ -276,6 +279,11 @@ def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[s
 CLASSIC_ANSWERS = "answers.txt"  # PAN 2013-2015's answers file: "ID value" lines (the ID without quotes)
 
 
+def classic_answer_lines(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line number, id, value as written) of each line of a PAN 2013-2015 answers.txt."""
+    return _id_lines(Path(path), "'ID value'", "answers file not found")
+
+
 def read_classic_answers(path: Path) -> dict[str, float]:
     """Read a PAN 2013-2015 answers.txt ("EN101 0.513" lines; BOM, CRLF and blank lines tolerated) into value by id.
 
@@ -284,7 +292,7 @@ def read_classic_answers(path: Path) -> dict[str, float]:
     """
     path = Path(path)
     answers: dict[str, float] = {}
-    for line_no, problem_id, text in _id_lines(path, "'ID value'", "answers file not found"):
+    for line_no, problem_id, text in classic_answer_lines(path):
         try:
             value = float(text)
         except ValueError:

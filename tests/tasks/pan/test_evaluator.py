@@ -150,9 +150,13 @@ def test_order_of_answers_does_not_matter() -> None:
 def test_unknown_id_names_the_id_and_the_file(tmp_path: Path) -> None:
     path = tmp_path / "answers.jsonl"
     with pytest.raises(DataError, match="'zz'") as info:
-        score_answers({"a": 0.9, "zz": 0.2}, TRUTH, answers_path=path)
-    assert info.value.path == str(path)
+        score_answers({"a": 0.9, "zz": 0.2}, TRUTH, answers_path=path)  # no such file: named, without a line
+    assert info.value.path == str(path) and info.value.line is None
     assert str(info.value).startswith(str(path))
+    path.write_text('{"id": "a", "value": 0.9}\n\n{"id": "zz", "value": 0.2}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="'zz'") as info:
+        score_answers(read_answers(path), TRUTH, answers_path=path)
+    assert str(info.value).startswith(f"{path}:3: field 'id': 1 answer(s) to problems not in the truth")
 
 
 def test_invalid_value_in_memory_is_rejected() -> None:

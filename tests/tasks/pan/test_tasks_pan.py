@@ -600,6 +600,13 @@ def test_classic_missing_folders_and_files(tmp_path: Path) -> None:
         task.load(tmp_path / "empty", "train")
     assert_data_error(exc, "train", None, None)
 
+    # a truth.txt that is a folder was reported as a problem folder without unknown.txt
+    make_classic(tmp_path / "foldered" / "train", SMALL_CLASSIC, None)
+    (tmp_path / "foldered" / "train" / "truth.txt").mkdir()
+    with pytest.raises(DataError, match="is a folder, not a file; the corpus's truth.txt must be a file") as exc:
+        task.load_inputs(tmp_path / "foldered" / "train")
+    assert_data_error(exc, "truth.txt", None, None)
+
     # the tarball's own nesting (a folder of corpus folders) is explained, not silently read as empty
     make_classic(tmp_path / "nested" / "train" / "pan14-corpus", SMALL_CLASSIC, SMALL_TRUTH)
     with pytest.raises(DataError, match="look like corpus folders: pan14-corpus"):
@@ -627,6 +634,12 @@ def test_classic_read_truth_and_score(tmp_path: Path) -> None:
     data = task.load(tmp_path / "data", "train")
     scores = task.score([Answer("P01", 0.9), Answer("P02", 0.5)], data)
     assert list(scores) == list(task.metadata.measures)
+    # an answer to an unknown problem is named by the line of the answers file it stands on
+    answers = tmp_path / "answers.txt"
+    answers.write_text("P01 0.9\n\nP09 0.5\nP02 0.5\n", encoding="utf-8")
+    with pytest.raises(DataError, match="problems not in the truth: 'P09'") as exc:
+        task.score_truth(task.read_answers(answers), data.truth, answers_path=answers)
+    assert_data_error(exc, "answers.txt", 3, "id")
     assert scores["auc_x_c_at_1"] == pytest.approx(scores["auc"] * scores["c_at_1"])
 
 
