@@ -84,6 +84,24 @@ def find_data_file(folder: Path, stem: str) -> Path:
     raise DataError(f"expected {stem} or {stem}.gz in this directory", path=folder)
 
 
+def parse_json(text: str, path: Path, *, line: int | None = None) -> Any:
+    """`text` parsed as JSON; what cannot be parsed is a DataError naming `path` and the line.
+
+    `line` is the line `text` stands on (a jsonl line); without it, the decoder's line of the fault in `text`. Python
+    raises more than JSONDecodeError here: a number of more than 4,300 digits (its int limit) is a ValueError and a
+    value nested too deep a RecursionError. `text` is already decoded, so a bad byte, a ValueError too, cannot be
+    taken for a long number.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno if line is None else line) from None
+    except ValueError:
+        raise DataError(LONG_NUMBER_JSON, path=path, line=line) from None
+    except RecursionError:
+        raise DataError(DEEP_JSON, path=path, line=line) from None
+
+
 def compression_problem(path: Path) -> str | None:
     """Why `path`'s first bytes disagree with its name, in words for an error after the path; None where they agree.
 
@@ -129,14 +147,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     line = line[1:]
                 if not line.strip():
                     continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"malformed JSON ({exc.msg})", path=path, line=line_no) from None
-                except ValueError:
-                    raise DataError(LONG_NUMBER_JSON, path=path, line=line_no) from None
-                except RecursionError:
-                    raise DataError(DEEP_JSON, path=path, line=line_no) from None
+                obj = parse_json(line, path, line=line_no)
                 if not isinstance(obj, dict):
                     raise DataError("expected a JSON object", path=path, line=line_no)
                 seen_any = True

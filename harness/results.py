@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataError, HarnessError
-from core.files import LONG_NUMBER_JSON, file_sha256, read_jsonl, write_json, write_jsonl
+from core.files import file_sha256, parse_json, read_jsonl, write_json, write_jsonl
 from harness.metrics.table import higher_is_better
 from harness.provenance import environment
 from harness.task import Evaluation, TaskMetadata
@@ -100,15 +100,16 @@ def read_result(path: Path) -> dict[str, Any]:
     """Read one result.json, checking that it is one."""
     path = Path(path)
     try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
         raise HarnessError(f"{path}: cannot read this result file ({exc})") from None
     except UnicodeDecodeError as exc:  # re-encoded or damaged: one line, not a traceback
         raise HarnessError(f"{path}: cannot read this result file (not UTF-8 at byte {exc.start})") from None
-    except ValueError:  # after UnicodeDecodeError, one of its kind: a number longer than Python converts
-        raise HarnessError(f"{path}: cannot read this result file ({LONG_NUMBER_JSON})") from None
-    except RecursionError:
-        raise HarnessError(f"{path}: cannot read this result file (JSON nested too deep to read)") from None
+    try:
+        result = parse_json(text, path)
+    except DataError as error:
+        where = f", line {error.line}" if error.line else ""
+        raise HarnessError(f"{path}: cannot read this result file ({error.message}{where})") from None
     if not isinstance(result, dict) or "schema_version" not in result or "scores" not in result:
         raise HarnessError(f"{path}: not a harness result file (no schema_version/scores)")
     version = result["schema_version"]

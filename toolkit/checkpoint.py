@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import HarnessError, OutputError
-from core.files import LONG_NUMBER_JSON, file_sha256, give_open_permissions, staged_folder
+from core.errors import DataError, HarnessError, OutputError
+from core.files import file_sha256, give_open_permissions, parse_json, staged_folder
 from harness.runtime import RUNTIME_SETTINGS
 
 CONFIG_NAME = "config.json"
@@ -135,16 +135,9 @@ def _read_config(path: Path) -> dict[str, Any]:
     except OSError as error:
         raise HarnessError(f"{path}: cannot be read ({error.strerror or error})") from None
     try:
-        config = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise HarnessError(
-            f"{path}: not valid JSON (line {error.lineno} column {error.colno}: {error.msg}); edited or corrupted; "
-            f"{REFIT}"
-        ) from None
-    except ValueError:  # a number longer than Python converts
-        raise HarnessError(f"{path}: {LONG_NUMBER_JSON}; edited or corrupted; {REFIT}") from None
-    except RecursionError:
-        raise HarnessError(f"{path}: not valid JSON (nested too deep); edited or corrupted; {REFIT}") from None
+        config = parse_json(text, path)
+    except DataError as error:
+        raise HarnessError(f"{error}; edited or corrupted; {REFIT}") from None
     if not isinstance(config, dict):
         raise HarnessError(f"{path}: must hold a JSON object, not {_json_kind(config)}; edited or corrupted; {REFIT}")
     return config

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
 from core.errors import DataError
-from core.files import DEEP_JSON, LONG_NUMBER_JSON
+from core.files import parse_json
 from tasks.darkweb.records import Episode, EpisodePost
 from tasks.forum.records import ForumPost
 
@@ -185,15 +184,10 @@ def _read_episode_rows(path: Path, split: str, n_rows: int) -> dict[str, list[li
     if not path.is_file():
         raise DataError("file not found (episodes of this length)", path=path)
     try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DataError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})", path=path) from None
-    except ValueError:  # after UnicodeDecodeError, one of its kind: a number longer than Python converts
-        raise DataError(LONG_NUMBER_JSON, path=path) from None
-    except RecursionError:
-        raise DataError(DEEP_JSON, path=path) from None
+    content = parse_json(text, path)
     if not isinstance(content, dict) or not isinstance(content.get(split), dict):
         raise DataError(f"expected an object with a {split!r} object of authors", path=path)
     episodes: dict[str, list[list[int]]] = {}

@@ -11,7 +11,6 @@ Bad input is a `DataError` naming the file, the line (for truth.txt) and the fie
 from __future__ import annotations
 
 import codecs
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataError
-from core.files import DEEP_JSON, LONG_NUMBER_JSON
+from core.files import parse_json
 from core.records import VerificationProblem, VerificationTruth
 
 # Genre names as PAN 2013-2015 corpora declare them (contents.json "genre") -> the discourse type the
@@ -138,15 +137,7 @@ def _read_contents(corpus_dir: Path) -> tuple[dict[str, Any] | None, Path | None
     path = corpus_dir / "contents.json"
     if not path.is_file():
         return None, None
-    text = decode_utf8(path.read_bytes(), path)
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    except ValueError:
-        raise DataError(LONG_NUMBER_JSON, path=path) from None
-    except RecursionError:
-        raise DataError(DEEP_JSON, path=path) from None
+    obj = parse_json(decode_utf8(path.read_bytes(), path), path)
     if not isinstance(obj, dict):
         raise DataError("expected a JSON object", path=path)
     return obj, path
