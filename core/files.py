@@ -214,6 +214,14 @@ def _type_names(kind: type | tuple[type, ...]) -> str:
     return " or ".join(k.__name__ for k in _as_tuple(kind))
 
 
+def refuse_non_files(paths: Iterable[Path], whose: str) -> None:
+    """A HarnessError, in one line, where one of `paths` exists but is no file (a folder, say) and `whose` file of
+    that name would go there: checked before a write, which would fail half way."""
+    for path in map(Path, paths):
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise HarnessError(f"{path} is not a file, and {whose} {path.name} goes there; move it")
+
+
 def give_open_permissions(folder: Path) -> None:
     """Give each file in `folder` the permissions a plain open() gives (0666 less the umask).
 

@@ -353,9 +353,9 @@ def _refuse_existing(paths: Sequence[Path], overwrite: bool) -> None:
 def _refuse_non_files(paths: Sequence[Path]) -> None:
     """A folder (or anything not a file) where the command would write a file: refused before any work, so no
     output is left written halfway when the write fails."""
-    for path in paths:
-        if (path.exists() or path.is_symlink()) and not path.is_file():
-            raise HarnessError(f"{path} is not a file, and the command's {path.name} goes there; move it")
+    from core.files import refuse_non_files
+
+    refuse_non_files(paths, "the command's")
 
 
 @main.command("score")

@@ -121,10 +121,13 @@ class Stage:
 
 @contextlib.contextmanager
 def staged_dataset(out_dir: Path, overwrite: bool, own: Iterable[str]) -> Iterator[Stage]:
-    """Yield a Stage; on a clean exit its folder becomes `out_dir` (replacing its `own` files with `overwrite`)."""
+    """Yield a Stage; on a clean exit its folder becomes `out_dir` (replacing its `own` files with `overwrite`).
+
+    The caller checks `out_dir` (`check_out_dir`) before its work, so a refusal costs nothing; it is checked again
+    here just before the files are placed, since another process may have written there meanwhile.
+    """
     out_dir = Path(out_dir)
     own = list(own)
-    check_out_dir(out_dir, overwrite, own=own)
     # two builds may run into one folder at once, so the lock is shared; a `.OUT.XXXXXXXX.pairs-new` (a whole copy
     # of a dataset) that a killed build left is removed once no build is live. A `.pairs-old` is left: it holds the
     # files of a dataset a killed --overwrite had set aside, the user's to recover.

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from core.errors import DataError, HarnessError
-from core.files import file_problem, jsonl_line, sha256_files, writing_alone
+from core.files import file_problem, jsonl_line, refuse_non_files, sha256_files, writing_alone
 from core.records import (
     NO_ANSWER,
     Answer,
@@ -381,9 +381,7 @@ class PanVerificationTask:
         # what a killed record left (`.result.json.XXXXXXXX.tmp`) is removed
         with writing_alone(record_dir, [RESULT_NAME, DETAILS_NAME], timeout=0):
             result_path, details_path = Path(record_dir) / RESULT_NAME, Path(record_dir) / DETAILS_NAME
-            for path in (result_path, details_path):
-                if (path.exists() or path.is_symlink()) and not path.is_file():
-                    raise HarnessError(f"{path} is not a file, and the record's {path.name} goes there; move it")
+            refuse_non_files([result_path, details_path], "the record's")  # again, as for result.json below
             if result_path.exists() and not overwrite:  # again: another record may have landed meanwhile
                 raise HarnessError(f"{result_path} exists; pass --overwrite to replace it")
             # details without a result: this same record killed before its result.json (rewritten as it was), or
