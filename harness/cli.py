@@ -68,13 +68,22 @@ def _typed_params(kind: str, name: str, cls: Any, pairs: dict[str, str]) -> dict
     return params
 
 
-def _check_output_folder(folder: Path, option: str) -> None:
+def _check_output_folder(folder: Path, option: str, *, run_folder_ok: bool = False) -> None:
     """A folder the command will write into (made if missing) must be one it can write: checked before any work.
 
     A fit can take hours; a file where the folder should be, or a folder that cannot be written, is refused first.
-    The nearest existing folder on the way is what `mkdir -p` starts from, so that is the one checked.
+    The nearest existing folder on the way is what `mkdir -p` starts from, so that is the one checked. Nor may it be
+    or lie in a run's folder (unless `run_folder_ok`: `score --record` writes one): a rerun replaces the run's
+    checkpoint folder whole, and what another command wrote into it would go with it.
     """
+    from harness.runner import enclosing_run_folder
+
     folder = Path(folder)
+    run_folder = None if run_folder_ok else enclosing_run_folder(folder)
+    if run_folder is not None:
+        if run_folder == folder.absolute():
+            raise HarnessError(f"{option} {folder} is the folder of a run; name another folder")
+        raise HarnessError(f"{option} {folder} lies in the run folder {run_folder}; name a folder outside it")
     existing = folder
     while not existing.exists() and not existing.is_symlink() and existing.parent != existing:
         existing = existing.parent
@@ -91,10 +100,14 @@ def _check_output_folder(folder: Path, option: str) -> None:
 
 def _check_output_file(path: Path, option: str) -> None:
     """A file the command will write (made with its folders if missing): not a folder, in a folder it can write."""
+    from harness.runner import enclosing_run_folder
+
     path = Path(path)
     if path.is_dir():
         raise HarnessError(f"{option} {path} is a folder; name a file")
-    _check_output_folder(path.parent, option)
+    if (run_folder := enclosing_run_folder(path.parent)) is not None:
+        raise HarnessError(f"{option} {path} lies in the run folder {run_folder}; name a file outside it")
+    _check_output_folder(path.parent, option, run_folder_ok=True)  # checked just above, naming the file
 
 
 class _Path(click.Path):
@@ -309,7 +322,6 @@ def predict_cmd(
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl (for pan-classic also PAN
     2013-2015's answers.txt). Needs no network."""
     from core.files import atomic_write, write_jsonl, writing_alone
-    from harness.results import RESULT_NAME
 
     task = _pan_answers_task(task_name)
     registry.check_fits(system_name, task_name)
@@ -320,9 +332,7 @@ def predict_cmd(
         )
     answers_path = output_dir / "answers.jsonl"
     paths = [answers_path, *(output_dir / name for name in task.extra_answer_files([]))]
-    _check_output_folder(output_dir, "--output")
-    if (output_dir / RESULT_NAME).exists():  # a run folder: its answers.jsonl is the one its result.json scored
-        raise HarnessError(f"--output {output_dir} is the folder of a run ({RESULT_NAME}); name another folder")
+    _check_output_folder(output_dir, "--output")  # not a run's folder: its answers.jsonl is what it scored
     for path in paths:
         if path.is_dir():
             raise HarnessError(f"--output {output_dir}: {path} is a folder; predict writes its answers there")
@@ -407,7 +417,7 @@ def score_cmd(
     if output_dir is not None:
         _check_output_folder(output_dir, "--output")
     if record_dir is not None:
-        _check_output_folder(record_dir, "--record")
+        _check_output_folder(record_dir, "--record", run_folder_ok=True)
     # what each option writes is checked before anything is written, and the record (which checks its
     # details.jsonl again under its lock) goes before --output's files: no refusal leaves half the output
     if output_dir is not None:

@@ -337,6 +337,15 @@ def _remove_stale_temporaries(run_dir: Path) -> None:
         logger.info("removed what an interrupted run left: %s", ", ".join(str(path) for path in removed))
 
 
+def enclosing_run_folder(path: Path) -> Path | None:
+    """The run folder `path` is or lies in, if any (absolute): one holding a result or a fitted checkpoint."""
+    path = Path(path).absolute()
+    for folder in (path, *path.parents):
+        if (folder / RESULT_NAME).is_file() or (folder / FIT_FINGERPRINT_NAME).is_file():
+            return folder
+    return None
+
+
 def _carry_over(set_aside: Path, run_dir: Path) -> None:
     """Move what is not the harness's own (a user's notes, say) from a replaced run folder into the new one."""
     if not set_aside.is_dir() or not run_dir.is_dir():

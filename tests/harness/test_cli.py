@@ -248,7 +248,17 @@ def test_leaderboard_and_predict_never_write_into_a_run_folder(finished_run: Pat
     predict = ["predict", "--system", "cngdist", "--task", "pan23", "--input", str(SAMPLE / "test")]
     code, text = invoke(*predict, "--output", str(finished_run), "--checkpoint", str(finished_run / "checkpoint"),
                         "--overwrite")  # fmt: skip
-    assert code == 2 and "is the folder of a run (result.json)" in text
+    assert code == 2 and "is the folder of a run; name another folder" in text
+    # nor into its checkpoint folder, which a rerun replaces whole: what predict, report or plot wrote there was lost
+    checkpoint = finished_run / "checkpoint"
+    for command in (
+        [*predict, "--checkpoint", str(checkpoint), "--output", str(checkpoint)],
+        ["report", "--results", str(runs), "--out", str(checkpoint / "report")],
+        ["plot", str(runs), "--out", str(checkpoint / "figures")],
+        ["run", "--system", "cngdist", "--task", "pan23", "--data", str(SAMPLE), "--out", str(checkpoint / "runs")],
+    ):
+        code, text = invoke(*command)
+        assert code == 2 and f"lies in the run folder {finished_run}; name a folder outside it" in text, text
     assert {p: p.read_bytes() for p in finished_run.rglob("*") if p.is_file()} == before
 
 
