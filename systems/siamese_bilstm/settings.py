@@ -58,7 +58,7 @@ class Calibration:
     validation_share: share of authors held out to fit the bands on (0: fit on training problems).
     objective: the measure the bands maximise ("overall", "auc_x_c_at_1", ...; "task": the one the training
         split's task ranks by).
-    grid_step: grid step of the band search (0.01: 4,950 bands per model).
+    grid_step: grid step of the band search (0.01: 4,950 bands per model; at least 0.002).
     balance_classes: weigh same- and different-author problems alike when fitting the bands
         (`toolkit.calibration.class_balanced`). The validation problems are those whose authors are all held out,
         so few are different-author (both authors held out: about share^2 of them against share of the same-author

@@ -141,6 +141,7 @@ def test_an_unfitted_verifier_refuses_to_predict_or_save(sample, tmp_path: Path)
     ("params", "match"),
     [
         ({"grid_step": 0.0}, "grid step"),
+        ({"grid_step": 1e-9}, r"grid step must be in \[0.002, 0.5\], got 1e-09"),  # asked for 119 GiB
         ({"grid_step": 0.7}, "grid step"),
         ({"objective": "no_such_measure"}, "no_such_measure"),
         ({"calibration_folds": 1}, "calibration_folds must be at least 2"),

@@ -284,7 +284,7 @@ def test_parts_are_objects_with_defaults_and_dotted_parameters_set_their_fields(
         ({"loss.positive_margin": "abc"}, "siamese_bilstm: loss: positive_margin must be a number, got 'abc'"),
         ({"encoder.layers": 3}, "encoder: layers must be a list of hidden-state indices or None, got 3"),
         ({"calibration.validation_share": 1.0}, "calibration: validation_share must be in [0, 1)"),
-        ({"calibration.grid_step": 0.7}, "calibration: grid_step: grid step must be in (0, 0.5]"),
+        ({"calibration.grid_step": 0.7}, "calibration: grid_step: grid step must be in [0.002, 0.5]"),
         ({"calibration.objective": "accuracy"}, "unknown objective 'accuracy'"),
         ({"loss": "triplet"}, "loss must be one of modified_contrastive, not 'triplet'"),
         ({"encoder.width": 3}, "encoder (layer_cls) has no field 'width'"),
