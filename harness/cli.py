@@ -136,13 +136,28 @@ class _ExistingPath(_Path):
         return super().convert(value, param, ctx)
 
 
+def _refuse_arguments_not_in_utf8(arguments: Sequence[str]) -> None:
+    """An argument holding bytes that are not UTF-8 (a path named in another encoding): refused before any work, since
+    a run records its paths and command line in UTF-8 files, and the write failed only after the fit."""
+    for argument in arguments:
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            raise HarnessError(f"the argument {argument!r} is not valid UTF-8; rename what it names") from None
+
+
 class _HarnessGroup(click.Group):
     """Reports HarnessError (bad data, bad options) and a command's usage errors (an option missing, unknown
     or of the wrong type) in one line with exit code 2, no traceback. Errors in the options before the
     command's name (`harness --bogus`) keep click's own form."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["harness.arguments"] = list(args)  # checked in invoke, where a refusal is one line
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            _refuse_arguments_not_in_utf8(ctx.meta.get("harness.arguments", []))
             return super().invoke(ctx)
         except HarnessError as exc:
             click.echo(f"error: {exc}", err=True)

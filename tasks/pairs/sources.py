@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from core.errors import DataError, HarnessError
-from core.files import check_text, read_jsonl, require_field, sha256_files
+from core.files import check_text, file_problem, read_jsonl, require_field, sha256_files
 from toolkit.splits import UnionFind
 
 
@@ -129,14 +129,24 @@ def read_folder_texts(root: Path, pattern: str | None = None, encoding: str = "u
     texts: list[SourceText] = []
     read: list[Path] = []
     skipped = 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    for path in sorted(root.rglob("*")):
         relative = path.relative_to(root).as_posix()
         if any(part.startswith(".") for part in relative.split("/")):
             continue
+        if path.is_dir() and not path.is_symlink():
+            continue
+        try:
+            relative.encode("utf-8")
+        except UnicodeEncodeError:  # its id would be written to the set's files, which are UTF-8
+            raise DataError(f"the name {relative!r} is not valid UTF-8; rename it", path=root) from None
+        if path.is_dir():  # rglob does not follow a linked folder: its texts would be left out unsaid
+            raise DataError("is a link to a folder, whose files are not read; copy the folder here instead", path=path)
         match = regex.fullmatch(relative)
         if match is None:
             skipped += 1
             continue
+        if (problem := file_problem(path)) is not None:  # a broken link or a pipe was dropped unsaid
+            raise DataError(f"{problem}; the pattern takes it for a text", path=path)
         text = _decode(path, encoding).replace("\r\n", "\n").replace("\r", "\n")
         if not text.strip():
             raise DataError("text is empty", path=path, field="text")

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import codecs
 import math
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.errors import DataError
-from core.files import parse_json
+from core.files import file_problem, parse_json
 from core.records import VerificationProblem, VerificationTruth
 
 # Genre names as PAN 2013-2015 corpora declare them (contents.json "genre") -> the discourse type the
@@ -189,12 +190,13 @@ def read_classic_corpus(
     files: list[Path] = [contents_path] if contents_path is not None else []
     problems: list[VerificationProblem] = []
     for problem_dir in problem_dirs(corpus_dir):
-        known = sorted(
-            (int(m.group(1)), f) for f in problem_dir.iterdir() if f.is_file() and (m := _KNOWN_NAME.match(f.name))
-        )
+        known = sorted((int(m.group(1)), f) for f in problem_dir.iterdir() if (m := _KNOWN_NAME.match(f.name)))
         unknown = problem_dir / "unknown.txt"
-        if not unknown.is_file():
+        if not os.path.lexists(unknown):
             raise DataError("problem folder without unknown.txt", path=problem_dir)
+        for path in (*(f for _, f in known), unknown):  # a broken link or a folder was a problem short of a text
+            if (problem := file_problem(path)) is not None:
+                raise DataError(f"{problem}; a problem's texts must be files", path=path)
         if not known:
             raise DataError("problem folder without known texts (known01.txt ...)", path=problem_dir)
         numbers = [n for n, _ in known]

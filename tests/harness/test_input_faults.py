@@ -297,6 +297,16 @@ def test_a_jsonl_file_after_a_bom_is_read_without_it_and_a_bom_later_is_malforme
 # -- item 13: gzip bytes under a plain name, and a plain file beside its gzipped twin -------------------------------
 
 
+def test_an_argument_not_in_utf8_is_refused_before_the_fit(tmp_path: Path) -> None:
+    """A folder named in another encoding ran the fit, then failed writing result.json (audit 3, finding 2)."""
+    data = pan23_copy(tmp_path)
+    named = data.rename(tmp_path / os.fsdecode(b"data\xff"))
+    out = tmp_path / "out"
+    line = refused("run", "--system", "cngdist", "--task", "pan23", "--data", named, "--out", out)
+    assert line == "error: the argument " + repr(str(named)) + " is not valid UTF-8; rename what it names"
+    assert not out.exists()
+
+
 def test_gzip_bytes_in_a_plain_jsonl_file_say_so(tmp_path: Path) -> None:
     data = pan23_copy(tmp_path)
     pairs = data / "train" / "pairs.jsonl"

@@ -265,6 +265,42 @@ def test_folders_bad_bytes_and_bad_pattern(tmp_path):
     assert_nothing_written(tmp_path / "out")
 
 
+def _small_folders(root: Path) -> Path:
+    for a in range(6):
+        for kind in ("letter", "speech"):
+            for i in range(2):
+                path = root / f"author{a}" / kind / f"{i}.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(f"text {i} of {a} in {kind}, long enough to keep\n", encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("entry", ["broken link", "pipe", "linked author folder", "name not UTF-8"])
+def test_folders_refuse_an_entry_they_cannot_read_as_a_text(tmp_path, entry):
+    """Each was dropped, and the summary still said 'left out: 0 texts, 0 authors' (audit 3, finding 5)."""
+    root = _small_folders(tmp_path / "corpus")
+    named = {
+        "broken link": root / "author0" / "letter" / "9.txt",
+        "pipe": root / "author0" / "speech" / "9.txt",
+        "linked author folder": root / "author9",
+        "name not UTF-8": root / os.fsdecode(b"author\xff") / "letter" / "0.txt",
+    }[entry]
+    if entry == "broken link":
+        named.symlink_to(root / "nowhere.txt")
+    elif entry == "pipe":
+        os.mkfifo(named)
+    elif entry == "linked author folder":
+        named.symlink_to(root / "author1", target_is_directory=True)
+    else:
+        named.parent.mkdir(parents=True)
+        named.write_text("a text by an author whose name is not UTF-8\n", encoding="utf-8")
+        named = root
+    with pytest.raises(DataError) as exc:
+        build_pairs("folders", root, tmp_path / "out", pairs=8)
+    assert one_line(exc).startswith(f"{named}: ")
+    assert_nothing_written(tmp_path / "out")
+
+
 # ----------------------------------------------------------------------- real PAN 2013-2015 corpora
 
 ESSAYS = (

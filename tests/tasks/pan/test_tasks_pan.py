@@ -600,6 +600,20 @@ def test_classic_missing_folders_and_files(tmp_path: Path) -> None:
         task.load(tmp_path / "empty", "train")
     assert_data_error(exc, "train", None, None)
 
+    # a known text that is a broken link, and an unknown.txt that is a folder: the problem was read short of a text,
+    # or reported as a problem folder without unknown.txt
+    make_classic(tmp_path / "linked" / "train", SMALL_CLASSIC, SMALL_TRUTH)
+    (tmp_path / "linked" / "train" / "P01" / "known03.txt").symlink_to(tmp_path / "nowhere.txt")
+    with pytest.raises(DataError, match="is a broken symlink .*; a problem's texts must be files") as exc:
+        task.load_inputs(tmp_path / "linked" / "train")
+    assert_data_error(exc, "known03.txt", None, None)
+    make_classic(tmp_path / "unknown_folder" / "train", SMALL_CLASSIC, SMALL_TRUTH)
+    (tmp_path / "unknown_folder" / "train" / "P02" / "unknown.txt").unlink()
+    (tmp_path / "unknown_folder" / "train" / "P02" / "unknown.txt").mkdir()
+    with pytest.raises(DataError, match="is a folder, not a file; a problem's texts must be files") as exc:
+        task.load_inputs(tmp_path / "unknown_folder" / "train")
+    assert_data_error(exc, "unknown.txt", None, None)
+
     # a truth.txt that is a folder was reported as a problem folder without unknown.txt
     make_classic(tmp_path / "foldered" / "train", SMALL_CLASSIC, None)
     (tmp_path / "foldered" / "train" / "truth.txt").mkdir()
