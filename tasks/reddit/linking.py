@@ -184,6 +184,18 @@ def staircase(p_fa: np.ndarray, p_miss: np.ndarray) -> tuple[list[float], list[f
     return p_fa[keep].tolist(), p_miss[keep].tolist()
 
 
+def check_linking_set(linking: LinkingSet, main_target_size: int) -> None:
+    """A linking set that cannot be scored: refused when the test split is built, before a system is fitted."""
+    if main_target_size not in linking.targets:
+        raise HarnessError(f"target size {main_target_size} is not among {sorted(linking.targets)}")
+    if not linking.query_authors or len(linking.target_authors) < 2:
+        raise HarnessError(
+            f"the linking evaluation needs distinguished authors and at least 2 target accounts, got "
+            f"{len(linking.query_authors)} and {len(linking.target_authors)}; lower linking_min_query_posts "
+            "or the target sizes"
+        )
+
+
 def evaluate_linking(
     system: Any,
     linking: LinkingSet,
@@ -197,14 +209,7 @@ def evaluate_linking(
     progress: Progress | None = None,
 ) -> tuple[dict[str, float], list[dict], dict[str, Any]]:
     """EER and minDCF at the main target size, the curve over all sizes, DET points, one row per (query, size)."""
-    if main_target_size not in linking.targets:
-        raise HarnessError(f"target size {main_target_size} is not among {sorted(linking.targets)}")
-    if not linking.query_authors or len(linking.target_authors) < 2:
-        raise HarnessError(
-            f"the linking evaluation needs distinguished authors and at least 2 target accounts, got "
-            f"{len(linking.query_authors)} and {len(linking.target_authors)}; lower linking_min_query_posts "
-            "or the target sizes"
-        )
+    check_linking_set(linking, main_target_size)
     queries = embed_samples(system, linking.queries, progress)
     query_authors = np.asarray(linking.query_authors)
     target_authors = np.asarray(linking.target_authors)

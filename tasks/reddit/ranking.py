@@ -115,14 +115,19 @@ def build_leak_free_ranking_set(
     return ranking, counts
 
 
-def evaluate_ranking(
-    system: Any, ranking: RankingSet, *, metric: str, progress: Progress | None = None
-) -> tuple[dict[str, float], list[dict]]:
-    """MRR, R@4 and R@8, and one detail row per query (its author and first-match rank)."""
+def check_ranking_set(ranking: RankingSet) -> None:
+    """A ranking set that cannot be scored: refused when the test split is built, before a system is fitted."""
     if len(ranking.authors) < 2:
         raise HarnessError(
             f"the ranking evaluation needs at least 2 test authors with enough posts, got {len(ranking.authors)}"
         )
+
+
+def evaluate_ranking(
+    system: Any, ranking: RankingSet, *, metric: str, progress: Progress | None = None
+) -> tuple[dict[str, float], list[dict]]:
+    """MRR, R@4 and R@8, and one detail row per query (its author and first-match rank)."""
+    check_ranking_set(ranking)
     queries = embed_samples(system, ranking.queries, progress)
     targets = embed_samples(system, ranking.targets, progress)
     ranks = first_match_ranks(queries, ranking.authors, targets, ranking.authors, metric)  # exact, chunked

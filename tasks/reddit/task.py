@@ -52,10 +52,11 @@ from tasks.reddit.linking import (
     EER_VARIANT,
     build_linking_set,
     build_subreddit_linking_sets,
+    check_linking_set,
     evaluate_linking,
     evaluate_linking_by_subreddit,
 )
-from tasks.reddit.ranking import build_leak_free_ranking_set, build_ranking_set, evaluate_ranking
+from tasks.reddit.ranking import build_leak_free_ranking_set, build_ranking_set, check_ranking_set, evaluate_ranking
 from tasks.reddit.records import LinkingSet, RedditData, Stream
 from tasks.reddit.split import AuthorTimeSplit, split_by_author_and_time
 from toolkit.retrieval import system_metric
@@ -301,10 +302,29 @@ class RedditTask:
         logger.debug("reddit test split counts: %s", counts)
         return RedditData("test", streams, encoder.subreddits, path, checksum, counts, ranking, linking, by_subreddit)
 
+    def check_splits(self, train: RedditData, test: RedditData) -> None:
+        """Refuse a test split the evaluation cannot score, before a system is fitted (harness.task.SplitCheck)."""
+        self._check_test_split(test)
+
+    def _check_test_split(self, test: RedditData) -> None:
+        if test.ranking is None or test.linking is None:
+            raise HarnessError("the reddit test split holds no ranking or linking set (load(data_dir, 'test'))")
+        check_ranking_set(test.ranking)
+        check_linking_set(test.linking, self.linking_target_size)
+        if self.protocol != "legacy" and not test.linking_by_subreddit:
+            left_out = test.counts.get("linking_by_subreddit", {}).get("left_out", {})
+            shown = "; ".join(f"{name}: {why}" for name, why in left_out.items()) if left_out else "none"
+            raise HarnessError(
+                f"no subreddit has {self.linking_min_subreddit_queries} or more distinguished linking authors to "
+                f"average over (left out: {shown}); lower linking_min_subreddit_queries or linking_min_query_posts, "
+                "or pass --task-param protocol=legacy"
+            )
+
     def evaluate(self, system: Any, data: RedditData) -> Evaluation:
         """Embed the ranking and linking samples with the system and score both evaluations."""
         if data.ranking is None or data.linking is None:
             raise HarnessError("evaluate needs the test split (load(data_dir, 'test'))")
+        self._check_test_split(data)  # as `harness run` checked it before the fit
         metric = system_metric(system)
         by_subreddit = (data.linking_by_subreddit or {}) if self.protocol != "legacy" else {}
         sets = [data.linking, *by_subreddit.values()]
@@ -321,13 +341,6 @@ class RedditTask:
         }
         linking_scores, linking_details, curves = evaluate_linking(system, data.linking, progress=progress, **measure)
         if self.protocol != "legacy":
-            if not data.linking_by_subreddit:
-                left_out = data.counts.get("linking_by_subreddit", {}).get("left_out", "all")
-                raise HarnessError(
-                    f"no subreddit has {self.linking_min_subreddit_queries} or more distinguished linking authors "
-                    f"to average over (left out: {left_out}); lower "
-                    "linking_min_subreddit_queries or linking_min_query_posts, or pass --task-param protocol=legacy"
-                )
             averaged, subreddit_details, subreddit_curves = evaluate_linking_by_subreddit(
                 system, data.linking_by_subreddit, progress=progress, **measure
             )

@@ -197,8 +197,12 @@ def test_subreddits_with_too_few_queries_are_left_out_and_recorded(threaded):
     assert set(averaged["left_out"]) == {name for name, n in queries.items() if n < 8} != set()
     assert set(test.linking_by_subreddit) == set(averaged["averaged"])
     too_strict = RedditTask(**(SMALL | {"linking_min_subreddit_queries": 1000}))
+    train, test = too_strict.load(path, "train"), too_strict.load(path, "test")
+    with pytest.raises(HarnessError, match="no subreddit has 1000 or more") as refused:
+        too_strict.check_splits(train, test)  # `harness run` calls it before the fit, which it then spares
+    assert "{" not in str(refused.value) and f"{sorted(queries)[0]}: " in str(refused.value)  # no raw dict
     with pytest.raises(HarnessError, match="no subreddit has 1000 or more"):
-        too_strict.evaluate(Coarse(), too_strict.load(path, "test"))
+        too_strict.evaluate(Coarse(), test)
 
 
 # Scores of task version 1 (before the protocols existed), computed with that code on these inputs.
