@@ -90,6 +90,11 @@ def build_pairs(
         from tasks.pairs.forum_texts import check_forum_options
 
         check_forum_options(**options)
+        if options["max_chars"] is not None and options["max_chars"] < min_chars:  # else min_chars took the blame
+            raise HarnessError(
+                f"max_chars={options['max_chars']} is below min_chars={min_chars}: every joined text would be cut "
+                "shorter than a text may be; raise --max-chars or lower --min-chars"
+            )
     inputs = [Path(p) for p in input] if isinstance(input, (list, tuple)) else [Path(input)]
     if len(inputs) != 1 and source != "pan-classic":
         raise HarnessError(f"{source} reads one input, got {len(inputs)}")

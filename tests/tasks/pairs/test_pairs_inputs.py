@@ -185,6 +185,14 @@ def test_bad_parameters_are_refused_before_reading(tmp_path, options):
     assert_nothing_written(tmp_path / "out")
 
 
+def test_a_forum_max_chars_below_min_chars_is_refused_before_reading(tmp_path):
+    """The forum build ran, then blamed min_chars for texts that max_chars had cut short (audit 3)."""
+    with pytest.raises(HarnessError, match="max_chars=10 is below min_chars=30") as exc:
+        build_pairs("forum", tmp_path / "absent", tmp_path / "out", pairs=8, join="thread", max_chars=10, min_chars=30)
+    one_line(exc)
+    assert_nothing_written(tmp_path / "out")
+
+
 def test_out_dir_refused_when_not_empty_its_own_files_replaced_with_overwrite(tmp_path):
     source = jsonl_corpus(tmp_path / "texts.jsonl")
     out = tmp_path / "out"
