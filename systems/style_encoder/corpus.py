@@ -19,7 +19,7 @@ from typing import Any
 from core.errors import DataError, HarnessError
 from core.files import find_data_file, read_jsonl, require_field
 from core.progress import pbar
-from tasks.forum.reader import post_kind
+from tasks.forum.records import post_kind
 from toolkit.text_prep import prepare_text
 
 POSTS_STEM = "posts.jsonl"  # as the forum tasks read it: `<folder>/posts.jsonl[.gz]`, or the file itself

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from core.errors import DataError
-from core.files import check_text, find_data_file, kind_of, read_jsonl, require_field, sha256_files
+from core.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
 from core.progress import pbar
-from tasks.forum.records import POST_KINDS, ForumPost
+from tasks.forum.records import ForumPost, post_kind
 
 POSTS_STEM = "posts.jsonl"
 
@@ -92,12 +92,3 @@ def _non_empty(obj: dict, field: str, path: Path, line: int) -> str:
     if not value.strip():
         raise DataError("empty string", path=path, line=line, field=field)
     return value
-
-
-def post_kind(obj: dict, path: Path, line: int) -> str:
-    """A post's `kind`: "comment" where missing, else one of POST_KINDS (a DataError naming file, line and field)."""
-    kind = obj.get("kind", "comment")
-    if kind not in POST_KINDS:  # "Comment" beside "comment" made a cross-discourse pair of two comments
-        shown = repr(kind) if isinstance(kind, str) else kind_of(kind)
-        raise DataError(f"expected one of {', '.join(POST_KINDS)}, got {shown}", path=path, line=line, field="kind")
-    return kind

@@ -7,7 +7,11 @@ which: the texts of a sample's posts (`sample_texts`) and of a training split's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
+
+from core.errors import DataError
+from core.files import kind_of
 
 # The tokens SYSML's pre-processing (tasks.forum.preprocess) puts in a cleaned post's text, part of what a system
 # reads: quoted text, PGP blocks, links and images.
@@ -19,6 +23,15 @@ LINK = "[LINK]"
 IMAGE = "[IMAGE]"
 SPECIAL_TOKENS = (QUOTE, PGP_PUBKEY, PGP_SIGNATURE, PGP_ENCMSG, LINK, IMAGE)
 POST_KINDS = ("submission", "comment")  # a post's `kind`; a typo ("Comment") would pass for a discourse type
+
+
+def post_kind(obj: dict, path: Path, line: int) -> str:
+    """A post's `kind`: "comment" where missing, else one of POST_KINDS (a DataError naming file, line and field)."""
+    kind = obj.get("kind", "comment")
+    if kind not in POST_KINDS:  # "Comment" beside "comment" made a cross-discourse pair of two comments
+        shown = repr(kind) if isinstance(kind, str) else kind_of(kind)
+        raise DataError(f"expected one of {', '.join(POST_KINDS)}, got {shown}", path=path, line=line, field="kind")
+    return kind
 
 
 class ForumPost(NamedTuple):
