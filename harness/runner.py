@@ -338,10 +338,12 @@ def _remove_stale_temporaries(run_dir: Path) -> None:
 
 
 def enclosing_run_folder(path: Path) -> Path | None:
-    """The run folder `path` is or lies in, if any (absolute): one holding a result or a fitted checkpoint."""
+    """The run folder `path` is or lies in, if any (absolute): one holding a fitted checkpoint's fingerprint, or a
+    result with its details (not a result.json alone, a name other tools use too)."""
     path = Path(path).absolute()
     for folder in (path, *path.parents):
-        if (folder / RESULT_NAME).is_file() or (folder / FIT_FINGERPRINT_NAME).is_file():
+        finished = (folder / RESULT_NAME).is_file() and (folder / DETAILS_NAME).is_file()
+        if finished or (folder / FIT_FINGERPRINT_NAME).is_file():
             return folder
     return None
 

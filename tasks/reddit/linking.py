@@ -185,7 +185,7 @@ def staircase(p_fa: np.ndarray, p_miss: np.ndarray) -> tuple[list[float], list[f
 
 
 def check_linking_set(linking: LinkingSet, main_target_size: int) -> None:
-    """A linking set that cannot be scored: refused when the test split is built, before a system is fitted."""
+    """A linking set that cannot be scored: refused right after loading (RedditTask.check_splits), before a fit."""
     if main_target_size not in linking.targets:
         raise HarnessError(f"target size {main_target_size} is not among {sorted(linking.targets)}")
     if not linking.query_authors or len(linking.target_authors) < 2:

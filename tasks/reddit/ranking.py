@@ -116,7 +116,7 @@ def build_leak_free_ranking_set(
 
 
 def check_ranking_set(ranking: RankingSet) -> None:
-    """A ranking set that cannot be scored: refused when the test split is built, before a system is fitted."""
+    """A ranking set that cannot be scored: refused right after loading (RedditTask.check_splits), before a fit."""
     if len(ranking.authors) < 2:
         raise HarnessError(
             f"the ranking evaluation needs at least 2 test authors with enough posts, got {len(ranking.authors)}"

@@ -236,6 +236,16 @@ def test_run_refuses_a_file_where_its_folder_goes_before_fitting(tmp_path: Path,
     assert in_the_way.read_text(encoding="utf-8") == "mine\n"
 
 
+def test_a_result_json_of_another_tool_does_not_make_a_run_folder(tmp_path: Path):
+    from harness.runner import enclosing_run_folder
+
+    (tmp_path / "project" / "out").mkdir(parents=True)
+    (tmp_path / "project" / "result.json").write_text("{}", encoding="utf-8")  # a name other tools use too
+    assert enclosing_run_folder(tmp_path / "project" / "out" / "figures") is None
+    (tmp_path / "project" / "details.jsonl").write_text("", encoding="utf-8")  # with its details: a run's
+    assert enclosing_run_folder(tmp_path / "project" / "out" / "figures") == (tmp_path / "project").absolute()
+
+
 def test_leaderboard_and_predict_never_write_into_a_run_folder(finished_run: Path, tmp_path: Path):
     """With --overwrite too: a run's answers and checkpoint are its result's, not a table's or another system's."""
     runs = tmp_path / "pan23"
