@@ -40,7 +40,7 @@ import numpy as np
 
 from core.errors import DataError, HarnessError
 from core.files import SET_ASIDE_SUFFIX, compression_problem, file_sha256, find_temporaries, staging_folder, swap_folder
-from tasks.forum.reader import iter_forum_posts
+from tasks.forum.reader import iter_forum_posts, warn_of_empty_texts
 from tasks.forum.records import ForumPost
 
 logger = logging.getLogger("harness")
@@ -102,7 +102,11 @@ def open_post_table(path: Path) -> PostTable:
         if marker is not None:
             logger.warning("the posts cache at %s is damaged (%s): it is rebuilt", folder, damage)
         folder = _build(path, folder)
-    return PostTable(folder, source=path, checksum=checksum)
+        marker = _read_marker(folder) or {}
+    empty = marker.get("empty_texts")
+    table = PostTable(folder, source=path, checksum=checksum)
+    warn_of_empty_texts(path, empty if isinstance(empty, int) else 0, len(table))
+    return table
 
 
 def _build(path: Path, folder: Path) -> Path:
@@ -186,14 +190,16 @@ def _convert(path: Path, folder: Path) -> None:
     staging = staging_folder(folder, STAGING_SUFFIX)
     try:
         parts: list[str] = []
-        rows = 0
+        rows = empty = 0
         with _quiet_datasets():
             for number, batch in enumerate(_batches(iter_forum_posts(path), PART_ROWS)):
                 name = f"part-{number:05d}"
                 datasets.Dataset(_arrow_table(batch)).save_to_disk(str(staging / name))
                 parts.append(name)
                 rows += len(batch)
+                empty += sum(not post.text.strip() for post in batch)
         marker = {"format": FORMAT_VERSION, "rows": rows, "parts": parts, "files": _file_records(staging, parts)}
+        marker["empty_texts"] = empty  # said on every open (older caches lack it, and say nothing)
         # a plain write: the staging folder is renamed whole, and its write errors stay OSErrors (see _build)
         (staging / COMPLETE_NAME).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         _install(staging, folder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from core.progress import pbar
 from tasks.forum.records import ForumPost, post_kind
 
 POSTS_STEM = "posts.jsonl"
+logger = logging.getLogger("harness")
 
 
 def find_posts_file(data_dir: Path) -> Path:
@@ -92,3 +94,15 @@ def _non_empty(obj: dict, field: str, path: Path, line: int) -> str:
     if not value.strip():
         raise DataError("empty string", path=path, line=line, field=field)
     return value
+
+
+def warn_of_empty_texts(path: Path, empty: int, total: int) -> None:
+    """One warning line where posts have an empty text: the forum tasks keep them as posts (SYSML keeps its empty
+    posts too), so they fill sample and episode slots; a file where many are empty scores differently, said here."""
+    if empty:
+        logger.warning(
+            "%s: %d of %d posts have an empty text; they are kept as posts, and fill episodes and samples",
+            path,
+            empty,
+            total,
+        )

@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 from core.errors import DataError, HarnessError
 from core.progress import Progress
 from harness.task import Evaluation, TaskMetadata
-from tasks.forum.reader import find_posts_file, read_forum_posts
+from tasks.forum.reader import find_posts_file, read_forum_posts, warn_of_empty_texts
 from tasks.forum.records import ForumPost
 from tasks.reddit.actions import ActionEncoder, subreddit_vocabulary
 from tasks.reddit.linking import (
@@ -220,6 +220,7 @@ class RedditTask:
         stamp = path.stat().st_mtime
         if self._posts_cache is None or self._posts_cache[:2] != (path, stamp):
             posts, checksum = read_forum_posts(path)
+            warn_of_empty_texts(path, sum(not post.text.strip() for post in posts), len(posts))
             self._posts_cache = (path, stamp, posts, checksum)
         return path, self._posts_cache[2], self._posts_cache[3]
 

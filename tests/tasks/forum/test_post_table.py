@@ -312,3 +312,20 @@ def test_episode_rows_index_slice_and_compare(forum_posts_file: Path):
     assert data.episodes == every and data.episodes != every[:-1] and data.episodes + () == every
     with pytest.raises(IndexError):
         data.episodes[len(every)]
+
+
+def test_posts_with_an_empty_text_are_said_on_every_open(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """The forum tasks keep empty posts (as SYSML does), so they fill episodes; a file where half are empty scored
+    differently without a word (audit 3, finding 6). The count is kept in the cache's marker, so a cached open says
+    it too."""
+    rows = [{**GOOD, "post_id": f"t1_{i}", "text": "" if i % 2 else "some words"} for i in range(6)]
+    path = write(tmp_path / "posts.jsonl", rows)
+    for _ in ("converted", "cached"):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="harness"):
+            assert len(open_post_table(path)) == 6
+        assert f"{path}: 3 of 6 posts have an empty text" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="harness"):
+        open_post_table(write(tmp_path / "full.jsonl", [{**GOOD, "post_id": f"t1_{i}"} for i in range(3)]))
+    assert "empty text" not in caplog.text

@@ -96,12 +96,14 @@ def test_unknown_subreddit_at_test_time_goes_to_other(tmp_path: Path):
     assert test.subreddits == train.subreddits
 
 
-def test_empty_text_is_kept_as_an_action(tmp_path: Path):
+def test_empty_text_is_kept_as_an_action_and_said(tmp_path: Path, caplog: pytest.LogCaptureFixture):
     rows = synthetic_posts(n_authors=16, per_author=30)
     rows[-1]["text"] = ""
     path = write_posts(tmp_path / "posts.jsonl", rows)
-    test = RedditTask(**SMALL).load(path, "test")
+    with caplog.at_level("WARNING", logger="harness"):
+        test = RedditTask(**SMALL).load(path, "test")
     assert any(a.text == "" for s in test.streams for a in s.actions)
+    assert f"1 of {len(rows)} posts have an empty text" in caplog.text
 
 
 def test_authors_with_too_few_posts_are_left_out_and_counted():
