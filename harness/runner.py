@@ -271,6 +271,9 @@ def _load_or_fit(
         and fingerprint_path.is_file()
         and fingerprint_path.read_text(encoding="utf-8").strip() == fit_fingerprint
     )
+    if resumable and not os.path.lexists(run_dir / CHECKPOINT_NAME):  # removed by hand: nothing to resume from
+        logger.warning("%s is gone, though its fingerprint is there: fitting again", run_dir / CHECKPOINT_NAME)
+        resumable = False
     if resumable:
         logger.info("resuming from the fitted checkpoint %s", run_dir / CHECKPOINT_NAME)
         timings["fit"] = 0.0

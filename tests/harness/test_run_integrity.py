@@ -323,3 +323,17 @@ def test_a_run_held_by_another_process_says_so_after_the_timeout(tmp_path: Path)
         holder.kill()
         holder.wait()
     assert FileLock(str(run_lock_path(run_dir))).acquire(timeout=5)  # released with its holder
+
+
+def test_a_run_whose_checkpoint_folder_was_removed_fits_again(runs, tmp_path: Path, caplog):
+    """Before: a rerun found the fingerprint, tried to resume, and stopped at 'no such checkpoint folder'."""
+    out = tmp_path / "out"
+    shutil.copytree(runs["old"], out)
+    run_dir = out / RUN
+    (run_dir / "result.json").unlink()  # unfinished: it resumes, or fits
+    shutil.rmtree(run_dir / "checkpoint")
+    with caplog.at_level("WARNING", logger="harness"):
+        outcome = _run(SAMPLE, out)
+    assert not outcome.reused and (run_dir / "checkpoint").is_dir() and (run_dir / "result.json").is_file()
+    assert "checkpoint is gone, though its fingerprint is there: fitting again" in caplog.text
+    _same_run_files(run_dir, runs["old"] / RUN)
