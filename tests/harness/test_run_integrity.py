@@ -337,3 +337,20 @@ def test_a_run_whose_checkpoint_folder_was_removed_fits_again(runs, tmp_path: Pa
     assert not outcome.reused and (run_dir / "checkpoint").is_dir() and (run_dir / "result.json").is_file()
     assert "checkpoint is gone, though its fingerprint is there: fitting again" in caplog.text
     _same_run_files(run_dir, runs["old"] / RUN)
+
+
+def test_a_checkpoint_fitted_with_other_parameters_is_not_resumed(runs, tmp_path: Path, caplog):
+    """A checkpoint copied into an unfinished run (its fingerprint kept) was resumed, and its answers recorded under
+    this run's parameters (audit 3, finding 7)."""
+    other_params = tmp_path / "other"
+    done = _run(SAMPLE, other_params, params={"ngram_size": 3})
+    out = tmp_path / "out"
+    shutil.copytree(runs["old"], out)
+    run_dir = out / RUN
+    (run_dir / "result.json").unlink()  # unfinished: a rerun resumes from its checkpoint
+    shutil.rmtree(run_dir / "checkpoint")
+    shutil.copytree(done.run_dir / "checkpoint", run_dir / "checkpoint")
+    with caplog.at_level("WARNING", logger="harness"):
+        _run(SAMPLE, out)
+    assert "was fitted with other parameters than this run's (ngram_size): fitting again" in caplog.text
+    _same_run_files(run_dir, runs["old"] / RUN)  # the default fit's checkpoint and answers, as a clean run's

@@ -287,3 +287,10 @@ def test_an_unfitted_system_refuses_in_one_line(case: tuple[str, str], request, 
     with pytest.raises(HarnessError) as info:
         output(system, data_kind, inputs)
     assert "\n" not in str(info.value), str(info.value)
+
+
+def test_fitting_leaves_the_parameters_as_given(fitted: Fitted, encoder: Path, request: pytest.FixtureRequest):
+    """A run resumes from its checkpoint only where the checkpoint's parameters are the run's (harness.runner), so
+    a fitted system's `params()` must be those it was built with."""
+    name, _ = request.node.callspec.params["fitted"]
+    assert small(name, encoder, fitted.checkpoint.parent / "cache").params() == fitted.system.params()
