@@ -19,7 +19,7 @@ from typing import Any
 from core.errors import DataError, HarnessError
 from core.files import find_data_file, read_jsonl, require_field
 from core.progress import pbar
-from tasks.forum.records import post_kind
+from tasks.forum.records import PostIds, non_empty_label, post_kind
 from toolkit.text_prep import prepare_text
 
 POSTS_STEM = "posts.jsonl"  # as the forum tasks read it: `<folder>/posts.jsonl[.gz]`, or the file itself
@@ -169,20 +169,14 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
     left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
     if exclusions.only_post_ids is not None:
         left_out["outside_training_split"] = 0
-    first_line: dict[str, int] = {}
+    post_ids = PostIds(path)
     for line, record in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
         # the fields of the forum tasks' posts files (tasks.forum.reader) that pre-training reads, checked as they
         # are there (a GPU bundle's posts hold only these fields, so the tasks' reader itself is not used)
-        post_id, author, thread, community = (
-            require_field(record, name, str, path, line) for name in ("post_id", "author", "thread_id", "subforum")
+        post_id = post_ids.add(record, line)
+        author, thread, community = (
+            non_empty_label(record, name, path, line) for name in ("author", "thread_id", "subforum")
         )
-        if post_id in first_line:  # a post twice would give its author a same-text positive pair
-            where = f"first on line {first_line[post_id]}"
-            raise DataError(f"duplicate post id {post_id!r} ({where})", path=path, line=line, field="post_id")
-        first_line[post_id] = line
-        for name, value in (("author", author), ("thread_id", thread), ("subforum", community)):
-            if not value.strip():
-                raise DataError("empty string", path=path, line=line, field=name)
         kind = post_kind(record, path, line)
         text = require_field(record, "text", str, path, line, free_text=True)
         if author in exclusions.authors:

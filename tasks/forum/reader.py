@@ -9,7 +9,7 @@ from pathlib import Path
 from core.errors import DataError
 from core.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
 from core.progress import pbar
-from tasks.forum.records import ForumPost, post_kind
+from tasks.forum.records import ForumPost, PostIds, non_empty_label, post_kind
 
 POSTS_STEM = "posts.jsonl"
 logger = logging.getLogger("harness")
@@ -50,14 +50,9 @@ def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
     file, line and field.
     """
     path = Path(path)
-    first_line: dict[str, int] = {}
+    post_ids = PostIds(path)
     for line, obj in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
-        post_id = require_field(obj, "post_id", str, path, line)
-        if post_id in first_line:
-            raise DataError(
-                f"duplicate post id {post_id!r} (first on line {first_line[post_id]})", path=path, line=line
-            )
-        first_line[post_id] = line
+        post_id = post_ids.add(obj, line)
         created = require_field(obj, "created", (int, float), path, line)
         if created != int(created):
             raise DataError(f"expected whole Unix seconds, got {created!r}", path=path, line=line, field="created")
@@ -78,22 +73,15 @@ def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
         kind = post_kind(obj, path, line)
         yield ForumPost(
             post_id=post_id,
-            author=_non_empty(obj, "author", path, line),
-            market=_non_empty(obj, "market", path, line),
-            subforum=_non_empty(obj, "subforum", path, line),
-            thread_id=_non_empty(obj, "thread_id", path, line),
+            author=non_empty_label(obj, "author", path, line),
+            market=non_empty_label(obj, "market", path, line),
+            subforum=non_empty_label(obj, "subforum", path, line),
+            thread_id=non_empty_label(obj, "thread_id", path, line),
             parent_id=parent,
             kind=kind,
             created=int(created),
             text=require_field(obj, "text", str, path, line, free_text=True),
         )
-
-
-def _non_empty(obj: dict, field: str, path: Path, line: int) -> str:
-    value = require_field(obj, field, str, path, line)
-    if not value.strip():
-        raise DataError("empty string", path=path, line=line, field=field)
-    return value
 
 
 def warn_of_empty_texts(path: Path, empty: int, total: int) -> None:

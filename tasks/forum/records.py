@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from core.errors import DataError
-from core.files import kind_of
+from core.files import kind_of, require_field
 
 # The tokens SYSML's pre-processing (tasks.forum.preprocess) puts in a cleaned post's text, part of what a system
 # reads: quoted text, PGP blocks, links and images.
@@ -32,6 +32,32 @@ def post_kind(obj: dict, path: Path, line: int) -> str:
         shown = repr(kind) if isinstance(kind, str) else kind_of(kind)
         raise DataError(f"expected one of {', '.join(POST_KINDS)}, got {shown}", path=path, line=line, field="kind")
     return kind
+
+
+def non_empty_label(obj: dict, name: str, path: Path, line: int) -> str:
+    """A post's author, thread or community: a string with more than blanks (a DataError naming the field)."""
+    value = require_field(obj, name, str, path, line)
+    if not value.strip():  # a blank author would pool every unnamed post under one person
+        raise DataError("empty string", path=path, line=line, field=name)
+    return value
+
+
+class PostIds:
+    """The post ids of one file read so far, each with its line: a post twice is an error (it would give its
+    author a same-text pair, and two answers to one id)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._first_line: dict[str, int] = {}
+
+    def add(self, obj: dict, line: int) -> str:
+        """The post's `post_id`, checked to be new in the file."""
+        post_id = require_field(obj, "post_id", str, self.path, line)
+        if post_id in self._first_line:
+            where = f"first on line {self._first_line[post_id]}"
+            raise DataError(f"duplicate post id {post_id!r} ({where})", path=self.path, line=line, field="post_id")
+        self._first_line[post_id] = line
+        return post_id
 
 
 class ForumPost(NamedTuple):

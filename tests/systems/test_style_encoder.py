@@ -35,6 +35,7 @@ from systems.style_encoder.pretraining import (  # noqa: E402
     preset,
     pretrain_style_encoder,
 )
+from tasks.forum.reader import read_forum_posts  # noqa: E402
 from tasks.pairs import build_pairs  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
 
@@ -168,13 +169,18 @@ def test_community_batches_draw_every_post_from_one_community(forum_slice: Path)
 
 def test_a_bad_post_is_named_by_file_line_and_field(tmp_path: Path):
     posts = tmp_path / "posts.jsonl"
-    good = {"post_id": "p1", "author": "a", "thread_id": "t", "subforum": "s", "kind": "comment", "text": "x" * 40}
-    # checked as the forum tasks check them: a bad or blank author, a repeated post id
-    for bad, field in ({"author": 7}, "author"), ({"author": " "}, "author"), ({"post_id": "p1"}, "post_id"):
+    good = {"post_id": "p1", "author": "a", "market": "m", "thread_id": "t", "subforum": "s", "kind": "comment"}
+    good |= {"created": 0, "text": "x" * 40}
+    # checked as the forum tasks check them, with their words: a bad or blank author, a blank thread, a repeated id
+    cases = ({"author": 7}, "author"), ({"author": " "}, "author"), ({"thread_id": ""}, "thread_id")
+    for bad, field in (*cases, ({"post_id": "p1"}, "post_id")):
         posts.write_text(json.dumps(good) + "\n" + json.dumps(good | {"post_id": "p2"} | bad) + "\n")
         with pytest.raises(DataError) as caught:
             pretraining_corpus(tmp_path, Exclusions())
         assert caught.value.path == str(posts) and caught.value.line == 2 and caught.value.field == field
+        with pytest.raises(DataError) as read:
+            read_forum_posts(posts)
+        assert str(caught.value) == str(read.value)
 
 
 def test_presets_and_bad_settings():

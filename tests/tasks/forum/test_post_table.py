@@ -190,7 +190,7 @@ def test_concurrent_builders_share_one_cache(tmp_path: Path, cache_dir: Path):
         ({**GOOD, "created": 1.5}, "created", "whole Unix seconds"),
         ({**GOOD, "text": None}, "text", "expected str"),
         ({**GOOD, "parent_id": 3}, "parent_id", "str or null"),
-        ({**GOOD, "post_id": "t1_0"}, None, "duplicate post id 't1_0' \\(first on line 1\\)"),
+        ({**GOOD, "post_id": "t1_0"}, "post_id", "duplicate post id 't1_0' \\(first on line 1\\)"),
         ("{not json", None, "malformed JSON"),
     ],
 )
