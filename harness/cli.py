@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +68,24 @@ def _typed_params(kind: str, name: str, cls: Any, pairs: dict[str, str]) -> dict
     return params
 
 
-def _check_output_folder(folder: Path, option: str, *, run_folder_ok: bool = False) -> None:
+def _check_output_folder(
+    folder: Path, option: str, *, run_folder_ok: bool = False, file: Path | None = None, runs: Iterable[Path] = ()
+) -> None:
     """A folder the command will write into (made if missing) must be one it can write: checked before any work.
 
     A fit can take hours; a file where the folder should be, or a folder that cannot be written, is refused first.
     The nearest existing folder on the way is what `mkdir -p` starts from, so that is the one checked. Nor may it be
-    or lie in a run's folder (unless `run_folder_ok`: `score --record` writes one): a rerun replaces the run's
-    checkpoint folder whole, and what another command wrote into it would go with it.
+    or lie in a run's folder (one of `runs` too; unless `run_folder_ok`: `score --record` writes one): a rerun
+    replaces the run's checkpoint folder whole, and what another command wrote into it would go with it. Where the
+    folder is that of `file`, the one file the command writes, the messages name the file.
     """
     from harness.runner import enclosing_run_folder
 
     folder = Path(folder)
-    run_folder = None if run_folder_ok else enclosing_run_folder(folder)
+    run_folder = None if run_folder_ok else enclosing_run_folder(folder, runs)
     if run_folder is not None:
+        if file is not None:
+            raise HarnessError(f"{option} {file} lies in the run folder {run_folder}; name a file outside it")
         if run_folder == folder.absolute():
             raise HarnessError(f"{option} {folder} is the folder of a run; name another folder")
         raise HarnessError(f"{option} {folder} lies in the run folder {run_folder}; name a folder outside it")
@@ -98,16 +103,13 @@ def _check_output_folder(folder: Path, option: str, *, run_folder_ok: bool = Fal
         raise HarnessError(f"{option} {folder} cannot be made: {existing} is not writable")
 
 
-def _check_output_file(path: Path, option: str) -> None:
-    """A file the command will write (made with its folders if missing): not a folder, in a folder it can write."""
-    from harness.runner import enclosing_run_folder
-
+def _check_output_file(path: Path, option: str, runs: Iterable[Path] = ()) -> None:
+    """A file the command will write (made with its folders if missing): not a folder, in a folder it can write,
+    outside every run's folder (and outside `runs`)."""
     path = Path(path)
     if path.is_dir():
         raise HarnessError(f"{option} {path} is a folder; name a file")
-    if (run_folder := enclosing_run_folder(path.parent)) is not None:
-        raise HarnessError(f"{option} {path} lies in the run folder {run_folder}; name a file outside it")
-    _check_output_folder(path.parent, option, run_folder_ok=True)  # checked just above, naming the file
+    _check_output_folder(path.parent, option, file=path, runs=runs)
 
 
 class _Path(click.Path):
@@ -813,9 +815,8 @@ def leaderboard_cmd(
         target = output.resolve()
         if target in inputs | {path.parent / DETAILS_NAME for path in inputs}:
             raise HarnessError(f"--output {output} is one of the result files it reads; name another file")
-        for folder in sorted({path.parent for path in inputs}):
-            if folder in target.parents:  # its answers, checkpoint and notes are the run's
-                raise HarnessError(f"--output {output} lies in the run folder {folder}; name a file outside it")
+        # every run read is a run folder, with its details or without: its answers, checkpoint and notes are its own
+        _check_output_file(output, "--output", runs={path.parent for path in inputs})
         if target.name in (RESULT_NAME, DETAILS_NAME):  # the next leaderboard would read it as a run's
             raise HarnessError(
                 f"--output {output}: a leaderboard named {target.name} would pass for a run's; rename it"

@@ -272,6 +272,18 @@ def test_leaderboard_and_predict_never_write_into_a_run_folder(finished_run: Pat
     assert {p: p.read_bytes() for p in finished_run.rglob("*") if p.is_file()} == before
 
 
+def test_leaderboard_never_writes_into_the_folder_of_a_result_it_reads(finished_run: Path, tmp_path: Path):
+    """A result copied without its details is no run folder on disk, but it is one to the leaderboard reading it."""
+    copied = tmp_path / "copied" / "pan23" / "cngdist"
+    copied.mkdir(parents=True)
+    shutil.copy(finished_run / "result.json", copied / "result.json")
+    code, text = invoke("leaderboard", str(tmp_path / "copied"), "--output", str(copied / "notes" / "table.md"))
+    assert code == 2 and f"--output {copied / 'notes' / 'table.md'} lies in the run folder {copied}" in text, text
+    assert sorted(p.name for p in copied.iterdir()) == ["result.json"]
+    code, text = invoke("leaderboard", str(tmp_path / "copied"), "--output", str(tmp_path / "table.md"))
+    assert code == 0 and "cngdist" in (tmp_path / "table.md").read_text(encoding="utf-8"), text
+
+
 def test_run_times_the_evaluation_as_one_step(finished_run: Path):
     result = json.loads((finished_run / "result.json").read_text(encoding="utf-8"))
     assert set(result["timings_s"]) == {"load", "fit", "evaluate", "total"}
