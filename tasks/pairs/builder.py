@@ -123,16 +123,18 @@ def draw_pairs(texts: Sequence[SourceText], rules: PairRules, source: Path) -> B
     """Pairs for train and test under the rules above; a DataError naming `source` when the data cannot give them."""
     rules.check()
     kept, dropped_texts = candidate_texts(texts, rules.min_chars)
-    kept, dropped_authors = pairable_authors(kept, rules.cross_share)
+    kept, dropped_authors, other_kind_would_keep = pairable_authors(kept, rules.cross_share)
     reasons = ", ".join(f"{n} {why}" for why, n in sorted((dropped_authors + dropped_texts).items()))
-    fixes = _fixes(dropped_texts, dropped_authors, rules)
+    pairable = len({t.author for t in kept})
+    # another cross_share is advice only where the authors it would keep make a set (2 a split)
+    enough = pairable + other_kind_would_keep >= 2 * len(SPLITS)
+    fixes = _fixes(dropped_texts, other_kind_would_keep if enough else 0, rules)
     if not kept:
         raise DataError(
             f"no author has two texts that can form a pair ({reasons}){fixes or '; give more texts per author'}",
             path=source,
             field="author",
         )
-    pairable = len({t.author for t in kept})
     if pairable < 2 * len(SPLITS):  # no test_share helps: the data gives too few writers
         left_out = f"; left out: {reasons}" if reasons else ""
         raise DataError(
@@ -145,7 +147,7 @@ def draw_pairs(texts: Sequence[SourceText], rules: PairRules, source: Path) -> B
     kept, apart = groups_in_one_split(kept, assignment, random.Random(f"{rules.seed}:groups"))
     if apart:
         dropped_texts[OTHER_SPLIT_GROUP] += apart
-        kept, no_longer = pairable_authors(kept, rules.cross_share)  # authors whose pairs needed those texts
+        kept, no_longer, _ = pairable_authors(kept, rules.cross_share)  # authors whose pairs needed those texts
         dropped_authors.update({f"{why} {AFTER_GROUP_SPLIT}": n for why, n in no_longer.items()})
     uses = [rules.text_uses] * len(kept)
     built = BuiltPairs(kept, {}, {}, {}, dropped_texts, dropped_authors)
@@ -167,15 +169,16 @@ def draw_pairs(texts: Sequence[SourceText], rules: PairRules, source: Path) -> B
     return built
 
 
-def _fixes(dropped_texts: Counter, dropped_authors: Counter, rules: PairRules) -> str:
+def _fixes(dropped_texts: Counter, other_kind_would_keep: int, rules: PairRules) -> str:
     """ "; <what would keep more of the data>" for the reasons texts and authors were left out ("" for none that a
-    parameter changes: an author with one text, or a text under several authors, stays out whatever is asked)."""
+    parameter changes: an author with one text, or a text under several authors, stays out whatever is asked; nor
+    does another cross_share help an author whose texts give no pair of the other kind either)."""
     fixes = []
     if any(why.startswith("shorter than min_chars") for why in dropped_texts):
         fixes.append("a lower min_chars keeps the shorter texts")
-    if any("of two discourse types" in why for why in dropped_authors) and rules.cross_share == 1:
+    if other_kind_would_keep and rules.cross_share == 1:
         fixes.append("a lower cross_share allows pairs of one discourse type")
-    if any("of one discourse type" in why for why in dropped_authors) and rules.cross_share == 0:
+    if other_kind_would_keep and rules.cross_share == 0:
         fixes.append("a higher cross_share allows pairs of two discourse types")
     return "; " + ", or ".join(fixes) if fixes else ""
 
@@ -212,13 +215,15 @@ def candidate_texts(texts: Sequence[SourceText], min_chars: int) -> tuple[list[S
     return kept, dropped
 
 
-def pairable_authors(texts: list[SourceText], cross_share: float) -> tuple[list[SourceText], Counter]:
-    """The texts of authors who can give a same-author pair of a kind asked; the others' counted by reason."""
+def pairable_authors(texts: list[SourceText], cross_share: float) -> tuple[list[SourceText], Counter, int]:
+    """The texts of authors who can give a same-author pair of a kind asked; the others' counted by reason; and how
+    many of those the other kind of pair would keep (what a lower or higher cross_share would win)."""
     by_author: dict[str, list[SourceText]] = defaultdict(list)
     for text in texts:
         by_author[text.author].append(text)
     dropped: Counter = Counter()
     keep: set[str] = set()
+    other_kind_would_keep = 0
     for author, own in by_author.items():
         if len(own) < 2:
             dropped["author with one text"] += 1
@@ -231,7 +236,8 @@ def pairable_authors(texts: list[SourceText], cross_share: float) -> tuple[list[
                 " of two discourse types" if cross_share == 1 else " of one discourse type" if cross_share == 0 else ""
             )
             dropped[f"author without two texts{what} from two groups"] += 1
-    return [t for t in texts if t.author in keep], dropped
+            other_kind_would_keep += cross or within  # only where cross_share is 0 or 1 can either be true here
+    return [t for t in texts if t.author in keep], dropped, other_kind_would_keep
 
 
 def _possible_pairs(own: list[SourceText]) -> tuple[bool, bool]:

@@ -66,3 +66,22 @@ def split_by_author_and_time(
         "dropped_test_author_posts_before_cutoff": dropped_test,
     }
     return AuthorTimeSplit(cutoff, train, test, counts)
+
+
+def why_a_side_is_empty(
+    posts: Sequence[ForumPost], split: AuthorTimeSplit, *, test_author_share: float, seed: int
+) -> str:
+    """Why the split left the training or the test side without posts, and the setting that would change it where
+    one can (no setting splits a file of one author, or of posts all made at one time)."""
+    authors = {post.author for post in posts}
+    if len(authors) < 2:
+        return f"the file has {len(authors)} author, and the split puts each author on one side only; give two or more"
+    if len({post.created for post in posts}) < 2:
+        return "every post has the same time, and the split needs posts before and after its cutoff"
+    test_authors = sum(is_test_author(author, test_author_share, seed) for author in authors)
+    if test_authors in (0, len(authors)):
+        side = "test" if test_authors else "training"
+        return f"all {len(authors)} authors fall on the {side} side (adjust test_author_share or split_seed)"
+    if not split.train:
+        return "no training author posted before the cutoff (a higher cutoff_quantile moves it later)"
+    return "no test author posted at or after the cutoff (a lower cutoff_quantile moves it earlier)"

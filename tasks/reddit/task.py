@@ -58,7 +58,7 @@ from tasks.reddit.linking import (
 )
 from tasks.reddit.ranking import build_leak_free_ranking_set, build_ranking_set, check_ranking_set, evaluate_ranking
 from tasks.reddit.records import LinkingSet, RedditData, Stream
-from tasks.reddit.split import AuthorTimeSplit, split_by_author_and_time
+from tasks.reddit.split import AuthorTimeSplit, split_by_author_and_time, why_a_side_is_empty
 from toolkit.retrieval import system_metric
 
 logger = logging.getLogger("harness")
@@ -244,9 +244,9 @@ class RedditTask:
         path, posts, checksum = self._read(data_dir)
         parts = self._split(posts)
         if not parts.train or not parts.test:
+            why = why_a_side_is_empty(posts, parts, test_author_share=self.test_author_share, seed=self.split_seed)
             raise DataError(
-                f"the split leaves {len(parts.train)} training and {len(parts.test)} test posts; "
-                "both need some (adjust cutoff_quantile or test_author_share)",
+                f"the split leaves {len(parts.train)} training and {len(parts.test)} test posts; both need some: {why}",
                 path=path,
             )
         encoder = ActionEncoder(subreddit_vocabulary(parts.train, self.num_subreddits))

@@ -131,6 +131,38 @@ def test_all_texts_too_short_suggest_min_chars_not_cross_share(tmp_path):
     assert "a lower min_chars" in line and "cross_share" not in line
 
 
+def one_type_corpus(path: Path, authors: int, *, one_group: bool) -> Path:
+    """Authors with three emails each, in their own group each (or all in one group per author)."""
+    rows = [
+        {"author": f"a{a}", "text": f"email {i} of a{a}, written with care", "discourse_type": "email"}
+        | ({"group": f"g{a}"} if one_group else {})
+        for a in range(authors)
+        for i in range(3)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_cross_share_is_suggested_only_where_it_would_give_a_set(tmp_path):
+    """Audit 3: one genre with cross_share 0 was told "a higher cross_share allows pairs of two discourse types"."""
+    enough = one_type_corpus(tmp_path / "enough.jsonl", 6, one_group=False)
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", enough, tmp_path / "out", pairs=8)  # cross_share 1: emails alone give no pair
+    assert "a lower cross_share allows pairs of one discourse type" in one_line(exc)
+    build_pairs("jsonl", enough, tmp_path / "out", pairs=8, cross_share=0.0)  # the fix it names works
+    too_few = one_type_corpus(tmp_path / "too_few.jsonl", 3, one_group=False)
+    with pytest.raises(DataError) as exc:
+        build_pairs("jsonl", too_few, tmp_path / "out3", pairs=8)  # 3 authors: no cross_share makes a set
+    assert "cross_share allows" not in one_line(exc)
+    one_group = one_type_corpus(tmp_path / "one_group.jsonl", 6, one_group=True)
+    for share in (0.0, 1.0):  # each author's texts share a group: neither kind of pair exists
+        with pytest.raises(DataError) as exc:
+            build_pairs("jsonl", one_group, tmp_path / "out4", pairs=8, cross_share=share)
+        line = one_line(exc)
+        assert "no author has two texts that can form a pair" in line and "cross_share allows" not in line
+    assert_nothing_written(tmp_path / "out4")
+
+
 def test_texts_shared_by_authors_name_the_data_not_test_share(tmp_path):
     shared = [
         {"author": f"b{a}", "text": f"one text {i} as {kind}, written by several", "discourse_type": kind}

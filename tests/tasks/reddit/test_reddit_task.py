@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers.reddit_data import DAY, T0, post, small_task_settings, synthetic_posts, write_posts
 
-from core.errors import HarnessError
+from core.errors import DataError, HarnessError
 from harness.metrics.table import direction
 from tasks.forum.reader import read_forum_posts
 from tasks.reddit import Action, LinkingSet, RankingSet, RedditTask
@@ -205,6 +205,36 @@ def test_bad_parameters_are_refused(tmp_path: Path):
         RedditTask(linking_min_query_posts=100, linking_query_size=10)
     with pytest.raises(HarnessError, match="splits"):
         RedditTask().load(tmp_path, "dev")
+
+
+def names_on_sides(train: int, test: int) -> list[str]:
+    """`train` names the default split puts on the training side, then `test` on the test side."""
+    names = [f"user{i}" for i in range(100)]
+    return [n for n in names if not is_test_author(n, 0.5, 0)][:train] + [
+        n for n in names if is_test_author(n, 0.5, 0)
+    ][:test]
+
+
+@pytest.mark.parametrize(
+    ("times_of", "cutoff_quantile", "advice"),
+    [
+        # one author: no setting splits the file by author (was: "adjust cutoff_quantile or test_author_share")
+        (lambda: {names_on_sides(1, 0)[0]: range(10)}, 0.5, "the file has 1 author"),
+        (lambda: dict.fromkeys(names_on_sides(1, 1), [0] * 5), 0.5, "every post has the same time"),
+        (lambda: dict.fromkeys(names_on_sides(0, 3), range(10)), 0.5, "test side (adjust test_author_share"),
+        (lambda: dict(zip(names_on_sides(1, 1), [range(15, 20), [*range(15), *range(20, 30)]], strict=True)), 0.1,
+         "no training author posted before the cutoff (a higher cutoff_quantile"),
+    ],
+)  # fmt: skip
+def test_a_split_with_an_empty_side_says_why_and_what_would_change_it(tmp_path, times_of, cutoff_quantile, advice):
+    rows = [
+        post(i, author, T0 + t * DAY, f"post {t}") for author, times in times_of().items() for i, t in enumerate(times)
+    ]
+    rows = [{**row, "post_id": f"t1_{n}"} for n, row in enumerate(rows)]
+    path = write_posts(tmp_path / "posts.jsonl", rows)
+    with pytest.raises(DataError, match="both need some: ") as caught:
+        RedditTask(cutoff_quantile=cutoff_quantile).load(tmp_path, "train")
+    assert advice in str(caught.value) and caught.value.path == str(path)
 
 
 def test_metadata():
