@@ -15,6 +15,7 @@ import re
 import shutil
 import stat
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -152,13 +153,22 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise DataError("expected a JSON object", path=path, line=line_no)
                 seen_any = True
                 yield line_no, obj
-    except (OSError, EOFError) as exc:  # gzip errors on truncated or non-gzip files
+    except (OSError, EOFError, zlib.error) as exc:  # gzip's errors: truncated, damaged, not gzip, junk after it
         if isinstance(exc, OSError) and exc.errno is not None and (problem := file_problem(path)) is not None:
             raise DataError(problem, path=path) from None  # not found, a folder, a symlink loop
-        raise DataError(f"cannot read ({exc})", path=path) from None
+        raise DataError(f"cannot read ({_gzip_fault(exc, seen_any)})", path=path) from None
     if not seen_any:
         problem = file_problem(path)  # /dev/null reads as empty
         raise DataError("file is empty" if problem is None else f"{problem}, and gave no lines", path=path)
+
+
+def _gzip_fault(exc: BaseException, read_some: bool) -> str:
+    """What went wrong in a gzip stream, in words that point at the cause (Python's name the symptom)."""
+    if isinstance(exc, zlib.error):  # a valid header, then data that does not inflate
+        return f"damaged compressed data: {exc}"
+    if isinstance(exc, gzip.BadGzipFile) and read_some:  # the first stream read whole; then bytes that are not gzip
+        return f"bytes after the end of the gzip stream that are not gzip ({exc})"
+    return str(exc)
 
 
 def require_field(

@@ -383,6 +383,18 @@ def _(w: World, t: Path) -> Refusal:
     return Refusal(run_args(data, t / "out"), [data / "test" / "truth.jsonl.gz"])
 
 
+@refusal("run:truth-gz-damaged")
+def _(w: World, t: Path) -> Refusal:
+    """A valid gzip header, then a deflate block of the reserved type: was a zlib.error traceback (audit 4, F1)."""
+    data = w.data_copy(t)
+    plain = data / "test" / "truth.jsonl"
+    packed = bytearray(gzip.compress(plain.read_bytes()))
+    packed[10] = 0xFF  # the first block's header, just after gzip's 10-byte header: block type 3 does not exist
+    plain.unlink()
+    (data / "test" / "truth.jsonl.gz").write_bytes(bytes(packed))
+    return Refusal(run_args(data, t / "out"), [data / "test" / "truth.jsonl.gz", "damaged compressed data"])
+
+
 @refusal("run:pairs-gz-not-gzip")
 def _(w: World, t: Path) -> Refusal:
     data = w.data_copy(t)
@@ -644,6 +656,14 @@ def _(w: World, t: Path) -> Refusal:
     packed = gzip.compress(w.answers.read_bytes())
     answers.write_bytes(packed[: len(packed) // 2])
     return Refusal(score_args(w, answers), [answers])
+
+
+@refusal("score:answers-gz-junk-after-the-stream")
+def _(w: World, t: Path) -> Refusal:
+    """Was "Not a gzipped file (b'ga')" for a file whose gzip stream is whole (audit 4, F10)."""
+    answers = t / "answers.jsonl.gz"
+    answers.write_bytes(gzip.compress(w.answers.read_bytes()) + b"garbage")
+    return Refusal(score_args(w, answers), [answers, "bytes after the end of the gzip stream"])
 
 
 @refusal("score:answers-deeply-nested-line")
