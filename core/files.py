@@ -342,25 +342,27 @@ def staged_folder(target: Path, *, new: bool = False) -> Iterator[Path]:
     `new`: `target` must be missing or empty, at the start and when the staging folder moves in (a long job gives
     time for a folder to be filled there); then it is refused (`refuse_used_folder`) and nothing is replaced.
     The OS refusing a write into it (disk full, file too large) is an OutputError naming `target`, after the staging
-    folder is gone: `target` stays as it was.
+    folder is gone: `target` stays as it was. What a killed writer of `target` left beside it (its staging or
+    set-aside folder, possibly gigabytes of a model) is removed first, where no live writer holds it (`sweeping`).
     """
     target = Path(target)
     if new:
         refuse_used_folder(target)
-    try:
-        staging = staging_folder(target, STAGED_SUFFIX)
-    except OSError as error:
-        raise OutputError(target, error) from None
-    try:
-        yield staging
-        set_aside = _move_into_new(staging, target) if new else swap_folder(staging, target)
-    except BaseException as error:
-        shutil.rmtree(staging, ignore_errors=True)
-        if is_write_error(error, staging, target):
-            raise OutputError(target, error) from None  # what the writer was writing is gone with the staging
-        raise
-    if set_aside is not None:
-        shutil.rmtree(set_aside, ignore_errors=True)
+    with sweeping(target, folder_temporaries(target.name)):
+        try:
+            staging = staging_folder(target, STAGED_SUFFIX)
+        except OSError as error:
+            raise OutputError(target, error) from None
+        try:
+            yield staging
+            set_aside = _move_into_new(staging, target) if new else swap_folder(staging, target)
+        except BaseException as error:
+            shutil.rmtree(staging, ignore_errors=True)
+            if is_write_error(error, staging, target):
+                raise OutputError(target, error) from None  # what the writer was writing is gone with the staging
+            raise
+        if set_aside is not None:
+            shutil.rmtree(set_aside, ignore_errors=True)
 
 
 def _move_into_new(staged: Path, target: Path) -> None:

@@ -6,7 +6,9 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -43,6 +45,31 @@ def _warnings_as_log_lines() -> Iterator[None]:
     with warnings.catch_warnings():  # restores the filters and `showwarning` when the command ends
         warnings.showwarning = show
         yield
+
+
+class Terminated(SystemExit):
+    """The command was stopped by SIGTERM (exit code 143), after its clean-up ran."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops_like_ctrl_c() -> Iterator[None]:
+    """While a command runs, SIGTERM (what `timeout`, `docker stop`, TIRA and batch schedulers send) stops it as
+    Ctrl-C does, through every `finally`: by default it ends the process at once, and the staging folders,
+    temporaries and worker processes a command had begun were left behind (audit 4). A second SIGTERM ends it at
+    once, for a clean-up that hangs."""
+    if threading.current_thread() is not threading.main_thread():  # only there can a handler be set
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise Terminated(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, str]:
@@ -173,6 +200,9 @@ class _HarnessGroup(click.Group):
                 err=True,
             )
             ctx.exit(2)
+        except Terminated:
+            click.echo("error: stopped by SIGTERM", err=True)
+            raise
         except click.UsageError as exc:
             command = f"harness {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "harness"
             message = " ".join(exc.format_message().split())  # click lists a choice's values one per line
@@ -187,6 +217,7 @@ def main(verbose: bool) -> None:
     """Benchmark harness for PAN-style authorship analysis."""
     _setup_logging(verbose)
     click.get_current_context().with_resource(_warnings_as_log_lines())
+    click.get_current_context().with_resource(_sigterm_stops_like_ctrl_c())
 
 
 @main.command("list")
@@ -834,10 +865,14 @@ def leaderboard_cmd(
     if output is None:
         click.echo(text)
         return
-    from core.files import atomic_write
+    from core.files import atomic_write, writing_alone
 
-    with atomic_write(output) as handle:
-        handle.write(text)
+    # under the lock no live leaderboard writes here: a `.NAME.XXXXXXXX.tmp` left is a killed one's, removed
+    with writing_alone(output.parent, [output.name]):
+        if os.path.lexists(output) and not overwrite:  # again: another leaderboard may have written it meanwhile
+            raise HarnessError(f"{output} exists; pass --overwrite to replace it")
+        with atomic_write(output) as handle:
+            handle.write(text)
     click.echo(f"wrote {output}")
 
 

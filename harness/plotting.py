@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import HarnessError, OutputError
-from core.files import STAGED_SUFFIX, is_write_error, staging_folder
+from core.files import STAGED_SUFFIX, is_write_error, staging_folder, sweeping
 from harness.leaderboard import Run, build_tables, escape
 from harness.leaderboard.table import Table
 from harness.metrics.linking import det_curve
@@ -261,34 +261,36 @@ def plot_all(runs: Sequence[Run], out_dir: Path, *, overwrite: bool = False) -> 
     out_dir = Path(out_dir)
     made = [folder for folder in (out_dir, *out_dir.parents) if not os.path.lexists(folder)]  # removed if unused
     targets: list[Path] = []
-    try:
-        staging = staging_folder(out_dir / "figures", STAGED_SUFFIX)
-    except OSError as error:
-        raise OutputError(out_dir, error) from None
-    try:
-        drawn = plot_verification_curves(runs, staging)
-        drawn += plot_parameter_figures(runs, staging)
-        drawn += plot_linking_curves(runs, staging)
-        from harness.figures import plot_paper_figures  # here: harness.figures imports this module
+    # a killed plot's `.figures.XXXXXXXX.new` in the user's folder is removed first, where no live plot holds it
+    with sweeping(out_dir / "figures", [("figures", STAGED_SUFFIX)]):
+        try:
+            staging = staging_folder(out_dir / "figures", STAGED_SUFFIX)
+        except OSError as error:
+            raise OutputError(out_dir, error) from None
+        try:
+            drawn = plot_verification_curves(runs, staging)
+            drawn += plot_parameter_figures(runs, staging)
+            drawn += plot_linking_curves(runs, staging)
+            from harness.figures import plot_paper_figures  # here: harness.figures imports this module
 
-        drawn += plot_paper_figures(runs, staging)
-        targets = [out_dir / path.name for path in drawn]
-        existing = [target for target in targets if os.path.lexists(target)]
-        for target in existing:  # checked before the first is moved: a refusal half way would leave half a plot
-            if not target.is_file():
-                raise HarnessError(f"{target} is not a file, and a figure of that name goes there; move it")
-        if existing and not overwrite:
-            more = f" (and {len(existing) - 1} more of these figures' files)" if len(existing) > 1 else ""
-            raise HarnessError(f"{existing[0]} exists{more}; pass --overwrite to replace it")
-        for path, target in zip(drawn, targets, strict=True):
-            os.replace(path, target)
-    except OSError as error:
-        if not is_write_error(error, staging, out_dir):
-            raise
-        raise OutputError(out_dir, error) from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        for folder in made:  # nothing drawn, or refused: the folders made for the staging go again
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+            drawn += plot_paper_figures(runs, staging)
+            targets = [out_dir / path.name for path in drawn]
+            existing = [target for target in targets if os.path.lexists(target)]
+            for target in existing:  # checked before the first is moved: a refusal half way would leave half a plot
+                if not target.is_file():
+                    raise HarnessError(f"{target} is not a file, and a figure of that name goes there; move it")
+            if existing and not overwrite:
+                more = f" (and {len(existing) - 1} more of these figures' files)" if len(existing) > 1 else ""
+                raise HarnessError(f"{existing[0]} exists{more}; pass --overwrite to replace it")
+            for path, target in zip(drawn, targets, strict=True):
+                os.replace(path, target)
+        except OSError as error:
+            if not is_write_error(error, staging, out_dir):
+                raise
+            raise OutputError(out_dir, error) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+            for folder in made:  # nothing drawn, or refused: the folders made for the staging go again
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
     return targets

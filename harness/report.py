@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from core.files import atomic_write, folder_temporaries, refuse_used_folder, staged_folder, sweeping
+from core.files import atomic_write, refuse_used_folder, staged_folder
 from harness.leaderboard import FORMATS, build_summaries, build_tables, escape, find_runs, render, render_summaries
 from harness.plotting import plot_all
 from harness.report_html import render_html
@@ -49,7 +49,7 @@ def write_report(
     left_out = [run for run in runs if not (run.path.parent / DETAILS_NAME).is_file()]
     for run in left_out:
         logger.warning("%s: missing; %s is left out of the report's figures", run.path.parent / DETAILS_NAME, run.path)
-    with sweeping(out_dir, folder_temporaries(out_dir.name)), staged_folder(out_dir, new=True) as stage:
+    with staged_folder(out_dir, new=True) as stage:  # which first removes what a killed report left
         _write(stage, results, runs, plotted, left_out, tables, summaries)
     return out_dir / "index.md"
 

@@ -75,9 +75,23 @@ def pretrain_fold_encoders(
                 f"a pre-training process ended abruptly (out of memory? each of the {jobs} jobs holds its fold's "
                 "posts and model; try a smaller --jobs); nothing was written"
             ) from None
-        except BaseException:  # the first failure (or Ctrl-C): encoders not yet started are not started
+        except BaseException:  # the first failure, Ctrl-C or SIGTERM: no encoder goes on, none not begun begins
+            _stop_workers(pool)
             pool.shutdown(cancel_futures=True)
             raise
+
+
+def _stop_workers(pool: Any) -> None:
+    """End the pool's processes now: a stopped command must not leave encoders training on, nor idle workers holding
+    their fold's posts (a SIGTERM had left them running). ProcessPoolExecutor can stop running work itself only from
+    Python 3.14 (`terminate_workers`); before, its processes are ended one by one."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    processes = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        process.terminate()
 
 
 class _FoldPosts:

@@ -87,3 +87,17 @@ def test_a_new_folder_is_never_written_over_even_one_filled_while_staging(tmp_pa
     with staged_folder(empty, new=True) as staging:  # an empty folder is taken, as a missing one is
         (staging / "config.json").write_text("new")
     assert contents(empty) == {"config.json": "new"}
+
+
+def test_what_a_killed_writer_left_beside_the_target_goes_with_the_next_one(tmp_path: Path) -> None:
+    """Was: a `pretrain-style` killed while its model moved in left a whole hidden copy that nothing removed."""
+    target = tmp_path / "encoder"
+    staged, set_aside = tmp_path / ".encoder.abcd1234.new", tmp_path / ".encoder.efgh5678.old"
+    for left in (staged, set_aside):
+        left.mkdir()
+        (left / "model.safetensors").write_text("a killed writer's")
+    (tmp_path / ".encoder.notes").write_text("the user's")  # not a name the writer makes: kept
+    with staged_folder(target, new=True) as staging:
+        (staging / "model.safetensors").write_text("new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".encoder.notes", "encoder"]
+    assert contents(target) == {"model.safetensors": "new"}

@@ -1,0 +1,108 @@
+"""What a stopped command leaves (audit 4): SIGTERM, which `timeout`, `docker stop`, TIRA and batch schedulers send,
+stops a command through its clean-up as Ctrl-C does; what a command killed outright (SIGKILL, out of memory) left
+is removed by the next command that writes there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import Terminated, _sigterm_stops_like_ctrl_c, main
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "samples" / "pan23-format-sample"
+
+
+def invoke(*args: object) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("runs")
+    code, text = invoke("run", "--system", "cngdist", "--task", "pan23", "--data", SAMPLE, "--out", out)
+    assert code == 0, text
+    return out / "pan23"
+
+
+def test_sigterm_raises_where_the_command_is_so_its_clean_up_runs():
+    before = signal.getsignal(signal.SIGTERM)
+    cleaned = False
+    with pytest.raises(Terminated) as stopped, _sigterm_stops_like_ctrl_c():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(10)  # interrupted at once
+        finally:
+            cleaned = True
+    assert stopped.value.code == 143 and cleaned
+    assert signal.getsignal(signal.SIGTERM) == before  # put back when the command ends
+
+
+def test_a_plot_stopped_by_sigterm_leaves_no_staging_folder(runs: Path, tmp_path: Path):
+    """Was: `.figures.XXXXXXXX.new` with a 0-byte PDF left in the user's --out, and kept by every later plot."""
+    out = tmp_path / "figures"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    plot = subprocess.Popen([sys.executable, "-m", "harness.cli", "plot", str(runs), "--out", str(out)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while plot.poll() is None and not list(out.glob(".figures.*.new")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if plot.poll() is not None:
+        pytest.fail(f"the plot ended before its staging folder was seen: {plot.communicate()}")
+    plot.send_signal(signal.SIGTERM)
+    _, stderr = plot.communicate(timeout=60)
+    assert plot.returncode == 143 and "error: stopped by SIGTERM" in stderr, stderr
+    leftovers = [p.name for p in out.iterdir() if p.name.startswith(".")] if out.exists() else []
+    assert leftovers == []
+
+
+def test_what_a_killed_plot_or_leaderboard_left_goes_with_the_next(runs: Path, tmp_path: Path):
+    out = tmp_path / "figures"
+    left = out / ".figures.abcd1234.new"
+    left.mkdir(parents=True)
+    (left / "roc.pdf").write_bytes(b"")  # as a SIGKILL leaves it: the clean-up never ran
+    mine = out / ".figures.mine"  # not a name the harness makes: the user's, kept
+    mine.mkdir()
+    code, text = invoke("plot", runs, "--out", out)
+    assert code == 0, text
+    assert not left.exists() and mine.is_dir() and list(out.glob("*.pdf"))
+    board = tmp_path / "tables" / "board.md"
+    board.parent.mkdir()
+    temporary = board.parent / ".board.md.abcd1234.tmp"
+    temporary.write_text("half a table", encoding="utf-8")
+    code, text = invoke("leaderboard", runs, "--output", board)
+    assert code == 0, text
+    assert not temporary.exists() and "cngdist" in board.read_text(encoding="utf-8")
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_stopping_a_pool_ends_its_running_workers():
+    """Was: SIGTERM to `pretrain-style --band-folds K --jobs N` left its workers alive, holding their fold's posts."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from systems.style_encoder.fold_jobs import _stop_workers
+
+    started = time.monotonic()
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_sleep, 60) for _ in range(3)]
+        time.sleep(1)
+        workers = list(pool._processes.values())
+        _stop_workers(pool)
+        pool.shutdown(cancel_futures=True)
+    for worker in workers:
+        worker.join(timeout=10)
+    assert all(not worker.is_alive() for worker in workers) and time.monotonic() - started < 30
+    assert all(future.done() for future in futures)
