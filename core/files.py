@@ -13,10 +13,12 @@ import math
 import os
 import re
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -252,29 +254,84 @@ def atomic_write(path: Path, mode: str = "w") -> Iterator[Any]:
     A crash or an exception leaves no half-written file and keeps any earlier file intact. The OS refusing the
     write (disk full, file too large, read-only) is an OutputError naming `path` and the OS's reason.
     """
-    path = Path(path)
+    with atomic_writes([path], mode) as handles:
+        yield handles[0]
+
+
+@contextlib.contextmanager
+def atomic_writes(paths: Sequence[Path], mode: str = "w") -> Iterator[list[Any]]:
+    """`atomic_write` for files that make one output together (a PAN answers.jsonl and its answers.txt, TIRA's
+    out.json and evaluation.prototext, a converted pairs.jsonl and truth.jsonl): each is written whole to its
+    temporary first, and then all are renamed in, in the order given, with Ctrl-C and SIGTERM held back until the
+    last is in. A stopped command leaves the old files or the new ones, never some of each (only a SIGKILL in the
+    microseconds between two renames could).
+    """
+    paths = [Path(path) for path in paths]
+    with contextlib.ExitStack() as stack:
+        opened = [stack.enter_context(_temporary_beside(path, mode)) for path in paths]
+        yield [handle for handle, _ in opened]
+    temporaries = [temporary for _, temporary in opened]
+    renaming = paths[0]
+    try:
+        with _signals_held():
+            for temporary, renaming in zip(temporaries, paths, strict=True):
+                os.replace(temporary, renaming)
+    except BaseException as error:
+        for temporary in temporaries:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+        if is_write_error(error, *temporaries):
+            raise OutputError(renaming, error) from None
+        raise
+
+
+@contextlib.contextmanager
+def _temporary_beside(path: Path, mode: str) -> Iterator[tuple[Any, Path]]:
+    """An open temporary `.NAME.XXXXXXXX.tmp` beside `path`, on disk (flushed and synced) once the block ends
+    cleanly, removed if it does not; the caller renames it in. Its permissions are those a plain open() gives."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=ATOMIC_WRITE_SUFFIX, dir=path.parent)
     except OSError as error:
         raise OutputError(path, error) from None
-    # mkstemp makes the file private (0600); give it the permissions a plain open() would
-    umask = os.umask(0)
+    temporary = Path(tmp_name)
+    umask = os.umask(0)  # mkstemp makes the file private (0600)
     os.umask(umask)
     try:
         encoding = None if "b" in mode else "utf-8"
         with os.fdopen(fd, mode, encoding=encoding) as handle:
-            os.chmod(tmp_name, 0o666 & ~umask)
-            yield handle
+            os.chmod(temporary, 0o666 & ~umask)
+            yield handle, temporary
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        if is_write_error(error, Path(tmp_name)):
+            os.unlink(temporary)
+        if is_write_error(error, temporary):
             raise OutputError(path, error) from None  # a full disk is a one-line error, not a traceback
         raise
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends, and are taken then: renames that belong together all happen.
+
+    Held where Python takes them, in the main thread's handlers (an OS signal mask would not do: the OS hands a
+    signal to any thread that does not mask it); a block in another thread is never interrupted by them anyway.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, lambda signum, frame: arrived.append(signum)) for signum in held}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for signum in arrived:  # taken now, as the handler that was there takes it
+            signal.raise_signal(signum)
 
 
 def is_write_error(error: BaseException, *ours: Path) -> bool:
@@ -494,8 +551,12 @@ def sweeping(target: Path, temporaries: Iterable[tuple[str, str]]) -> Iterator[N
 def write_json(path: Path, obj: Any) -> None:
     """Write pretty JSON atomically."""
     with atomic_write(path) as handle:
-        json.dump(obj, handle, indent=2, ensure_ascii=False, sort_keys=False)
-        handle.write("\n")
+        handle.write(json_text(obj))
+
+
+def json_text(obj: Any) -> str:
+    """`obj` as `write_json` writes it."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:

@@ -369,7 +369,7 @@ def predict_cmd(
 ) -> None:
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl (for pan-classic also PAN
     2013-2015's answers.txt). Needs no network."""
-    from core.files import atomic_write, write_jsonl, writing_alone
+    from core.files import atomic_writes, jsonl_line, writing_alone
 
     task = _pan_answers_task(task_name)
     registry.check_fits(system_name, task_name)
@@ -390,11 +390,14 @@ def predict_cmd(
     system = system_cls.load(checkpoint)
     answers = task.answer(system, data)
     # under the lock no live predict writes here: a `.answers.jsonl.XXXXXXXX.tmp` left is a killed one's, removed
+    extra = task.extra_answer_files(answers)
     with writing_alone(output_dir, [path.name for path in paths]):
         _refuse_existing(paths, overwrite)  # again: another predict may have written them meanwhile
-        write_jsonl(answers_path, ({"id": a.id, "value": a.value} for a in answers))
-        for name, text in task.extra_answer_files(answers).items():
-            with atomic_write(output_dir / name) as handle:
+        # all or none: a predict stopped half way left answers.jsonl of one input beside answers.txt of another
+        with atomic_writes([answers_path, *(output_dir / name for name in extra)]) as (jsonl, *texts):
+            for answer in answers:
+                jsonl.write(jsonl_line({"id": answer.id, "value": answer.value}))
+            for handle, text in zip(texts, extra.values(), strict=True):
                 handle.write(text)
     click.echo(f"wrote {len(answers)} answers to {', '.join(str(path) for path in paths)}")
 

@@ -25,15 +25,13 @@ Everything is read and validated before anything is written; files are written a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import HarnessError
-from core.files import ATOMIC_WRITE_SUFFIX, atomic_write, remove_temporaries
+from core.files import ATOMIC_WRITE_SUFFIX, atomic_writes, remove_temporaries
 from core.records import VerificationProblem
 from tasks.pan.common import check_truth_ids
 from tasks.pan.folders import placeholder_authors, read_classic_corpus, read_classic_truth
@@ -113,25 +111,17 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
     removed = remove_temporaries(dst, [(name, ATOMIC_WRITE_SUFFIX) for name in _OUTPUTS])
     if removed:
         logger.info("removed what an interrupted convert left: %s", ", ".join(str(path) for path in removed))
-    # Nested atomic writes: both files are written whole (to temporaries) before anything in dst changes, so a
-    # failure while writing leaves dst as it was (earlier outputs included). Then the earlier pairs go, and truth
-    # and pairs are renamed in: a kill between the renames leaves truth without pairs (which `harness run`
-    # refuses, and `convert --overwrite` completes), never new truth beside the old pairs.
-    with atomic_write(dst / PAIRS) as pairs_handle:
+    # Both files are written whole (to temporaries) before anything in dst changes, so a failure while writing
+    # leaves dst as it was (earlier outputs included); then both are renamed in together (`atomic_writes`), so a
+    # stop never leaves new truth beside the old pairs, nor truth without its pairs.
+    with atomic_writes([dst / PAIRS, *([dst / TRUTH] if truth is not None else [])]) as (pairs_handle, *truth_handle):
         for problem in problems:
             pairs_handle.write(json.dumps(_pair_row(problem), ensure_ascii=False) + "\n")
-        with atomic_write(dst / TRUTH) if truth is not None else contextlib.nullcontext() as truth_handle:
-            if truth is not None:
-                for problem in problems:
-                    same = truth[problem.id].same
-                    row = {"id": problem.id, "same": same, "authors": list(placeholder_authors(problem.id, same))}
-                    truth_handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            for handle in (pairs_handle, truth_handle):
-                if handle is not None:
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            if dst / PAIRS in existing:
-                (dst / PAIRS).unlink()  # replaced by the rename below; first, so truth never meets the old pairs
+        if truth is not None:
+            for problem in problems:
+                same = truth[problem.id].same
+                row = {"id": problem.id, "same": same, "authors": list(placeholder_authors(problem.id, same))}
+                truth_handle[0].write(json.dumps(row, ensure_ascii=False) + "\n")
     if truth is None:  # a TIRA input folder, or a split that lost its truth: said aloud, not silently
         logger.warning(
             "%s has no truth.txt: wrote %s only, no %s (enough for `harness predict`; "

@@ -9,7 +9,6 @@ outside [0, 1], NaN or inf, a duplicate id, or an answer to a problem that is no
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import numbers
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import DataError
-from core.files import atomic_write, kind_of, read_jsonl, require_field, write_json
+from core.files import atomic_writes, json_text, kind_of, read_jsonl, require_field
 from core.records import NO_ANSWER, VerificationTruth
 from harness.metrics.verification import PROFILES, evaluate_all
 
@@ -162,8 +161,8 @@ def _prototext(scores: Mapping[str, float]) -> str:
 def write_tira_outputs(scores: Mapping[str, float], out_dir: Path) -> None:
     """Write `out.json` (full precision) and TIRA's `evaluation.prototext` into `out_dir`, atomically.
 
-    Everything is checked before anything is written; if the second file cannot be written the
-    first is removed again, so a failure leaves neither.
+    Everything is checked before anything is written, and the two go in together (`atomic_writes`): a failure
+    or a stop leaves the earlier pair or none, never one file of each.
     """
     out_dir = Path(out_dir)
     if not scores:
@@ -174,15 +173,9 @@ def write_tira_outputs(scores: Mapping[str, float], out_dir: Path) -> None:
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"measure {key!r} has no finite numeric value: {value!r}")
     plain = {key: float(value) for key, value in scores.items()}
-    proto_path = out_dir / PROTOTEXT
-    with atomic_write(proto_path) as handle:
-        handle.write(_prototext(plain))
-    try:
-        write_json(out_dir / OUT_JSON, plain)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            proto_path.unlink()
-        raise
+    with atomic_writes([out_dir / PROTOTEXT, out_dir / OUT_JSON]) as (proto, out):
+        proto.write(_prototext(plain))
+        out.write(json_text(plain))
 
 
 def evaluate_answers_file(

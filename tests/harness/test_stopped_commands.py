@@ -106,3 +106,27 @@ def test_stopping_a_pool_ends_its_running_workers():
         worker.join(timeout=10)
     assert all(not worker.is_alive() for worker in workers) and time.monotonic() - started < 30
     assert all(future.done() for future in futures)
+
+
+def test_files_that_belong_together_all_go_in_before_a_sigterm_is_taken(tmp_path: Path, monkeypatch):
+    """Was: a predict stopped between its two renames left answers.jsonl of one input beside answers.txt of
+    another; a score, an evaluation.prototext beside another's out.json; a convert, truth without its pairs."""
+    from core.files import atomic_writes
+
+    for name in ("answers.jsonl", "answers.txt"):
+        (tmp_path / name).write_text("old", encoding="utf-8")
+    replace = os.replace
+
+    def replace_then_sigterm(source, target):  # a SIGTERM between the first rename and the second
+        replace(source, target)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(os, "replace", replace_then_sigterm)
+    files = [tmp_path / "answers.jsonl", tmp_path / "answers.txt"]
+    with pytest.raises(Terminated), _sigterm_stops_like_ctrl_c(), atomic_writes(files) as handles:
+        for handle in handles:
+            handle.write("new")
+    assert {p.name: p.read_text(encoding="utf-8") for p in tmp_path.iterdir()} == {
+        "answers.jsonl": "new",
+        "answers.txt": "new",
+    }

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers.paths import REPO
 
-from core.errors import DataError
+from core.errors import DataError, HarnessError
 from core.records import VerificationTruth
 from harness.metrics.verification import evaluate_all
 from tasks.pan.evaluator import evaluate_answers_file, read_answers, score_answers, write_tira_outputs
@@ -221,16 +221,20 @@ def test_unwritable_scores_leave_no_files(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_failure_writing_out_json_removes_prototext(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_writing_out_json_leaves_the_earlier_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tasks.pan.evaluator as evaluator
 
-    def broken_write_json(path: Path, obj: object) -> None:
-        raise OSError("disk full")
+    write_tira_outputs({"auc": 0.9}, tmp_path)
+    before = {path.name: path.read_text() for path in tmp_path.iterdir()}
+    assert sorted(before) == ["evaluation.prototext", "out.json"]
 
-    monkeypatch.setattr(evaluator, "write_json", broken_write_json)
-    with pytest.raises(OSError, match="disk full"):
-        write_tira_outputs({"auc": 0.9}, tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    def broken_json_text(obj: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(evaluator, "json_text", broken_json_text)
+    with pytest.raises(HarnessError, match="No space left on device"):
+        write_tira_outputs({"auc": 0.5}, tmp_path)
+    assert {path.name: path.read_text() for path in tmp_path.iterdir()} == before  # no temporary, no new prototext
 
 
 def test_single_problem_truth() -> None:
