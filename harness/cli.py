@@ -707,7 +707,10 @@ def pretrain_style_cmd(
     `--param encoder.model=OUT_DIR`; --encoder ngram: a projection of the wccn style space that `ngram_style` reads
     with `--param model=OUT_DIR`. Authors held out of training measure, before and after, whether it learnt.
     """
+    from core.files import refuse_used_folder
+
     _check_output_folder(out_dir, "OUT_DIR")
+    refuse_used_folder(out_dir)  # before the posts are read; checked again when the model moves in
     if task_param_pairs and train_split_of is None:
         raise HarnessError("--task-param goes with --train-split-of TASK")
     task_params = {}

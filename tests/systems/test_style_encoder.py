@@ -272,6 +272,11 @@ def test_the_command_refuses_a_non_empty_folder_and_trains(forum_slice: Path, sl
     args = ["pretrain-style", str(forum_slice), "--model", str(encoder), "--steps", "2", "--device", "cpu"]
     refused = CliRunner().invoke(main, [*args[:2], str(mine), *args[2:]])
     assert refused.exit_code != 0 and "not empty" in refused.output
+    broken = tmp_path / "broken" / "posts.jsonl"
+    broken.parent.mkdir()
+    broken.write_text("{not json\n")
+    early = CliRunner().invoke(main, ["pretrain-style", str(broken.parent), str(mine), "--steps", "2"])
+    assert "not empty" in early.output and "malformed" not in early.output  # refused before the posts are read
     assert (mine / "notes.txt").read_text() == "keep me" and len(list(mine.iterdir())) == 1
     done = CliRunner().invoke(main, [*args[:2], str(tmp_path / "new"), *args[2:], "--exclude-test-of", str(slice_set)])
     assert done.exit_code == 0, done.output
