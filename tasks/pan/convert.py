@@ -114,14 +114,14 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
     # Both files are written whole (to temporaries) before anything in dst changes, so a failure while writing
     # leaves dst as it was (earlier outputs included); then both are renamed in together (`atomic_writes`), so a
     # stop never leaves new truth beside the old pairs, nor truth without its pairs.
-    with atomic_writes([dst / PAIRS, *([dst / TRUTH] if truth is not None else [])]) as (pairs_handle, *truth_handle):
+    with atomic_writes([dst / PAIRS, *([dst / TRUTH] if truth is not None else [])]) as (pairs_handle, *truth_handles):
         for problem in problems:
             pairs_handle.write(json.dumps(_pair_row(problem), ensure_ascii=False) + "\n")
         if truth is not None:
             for problem in problems:
                 same = truth[problem.id].same
                 row = {"id": problem.id, "same": same, "authors": list(placeholder_authors(problem.id, same))}
-                truth_handle[0].write(json.dumps(row, ensure_ascii=False) + "\n")
+                truth_handles[0].write(json.dumps(row, ensure_ascii=False) + "\n")
     if truth is None:  # a TIRA input folder, or a split that lost its truth: said aloud, not silently
         logger.warning(
             "%s has no truth.txt: wrote %s only, no %s (enough for `harness predict`; "
