@@ -399,13 +399,15 @@ def staged_folder(target: Path, *, new: bool = False) -> Iterator[Path]:
     `new`: `target` must be missing or empty, at the start and when the staging folder moves in (a long job gives
     time for a folder to be filled there); then it is refused (`refuse_used_folder`) and nothing is replaced.
     The OS refusing a write into it (disk full, file too large) is an OutputError naming `target`, after the staging
-    folder is gone: `target` stays as it was. What a killed writer of `target` left beside it (its staging or
-    set-aside folder, possibly gigabytes of a model) is removed first, where no live writer holds it (`sweeping`).
+    folder is gone: `target` stays as it was. Where `new` (an output folder of its own: a report, a pre-trained
+    model), what a killed writer of `target` left beside it (its staging folder, possibly gigabytes of a model) is
+    removed first, where no live writer holds it (`sweeping`); a folder swapped in place (a checkpoint) lies in a run
+    folder, whose run removes what a killed one left.
     """
     target = Path(target)
     if new:
         refuse_used_folder(target)
-    with sweeping(target, folder_temporaries(target.name)):
+    with sweeping(target, folder_temporaries(target.name)) if new else contextlib.nullcontext():
         try:
             staging = staging_folder(target, STAGED_SUFFIX)
         except OSError as error:
