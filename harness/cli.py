@@ -844,8 +844,7 @@ def leaderboard_cmd(
         raise HarnessError(f"{option} shapes the summary table; pass --summary as well")
     if output is not None:
         _check_output_file(output, "--output")
-        if os.path.lexists(output) and not overwrite:  # as report, score and predict refuse
-            raise HarnessError(f"{output} exists; pass --overwrite to replace it")
+        _refuse_existing_output(output, overwrite)
     runs = find_runs(results)
     if output is not None:  # never onto a file it reads, nor into a run folder, even with --overwrite
         inputs = {path.resolve() for run in runs for path in (run.path, *run.copies)}
@@ -875,11 +874,17 @@ def leaderboard_cmd(
 
     # under the lock no live leaderboard writes here: a `.NAME.XXXXXXXX.tmp` left is a killed one's, removed
     with writing_alone(output.parent, [output.name]):
-        if os.path.lexists(output) and not overwrite:  # again: another leaderboard may have written it meanwhile
-            raise HarnessError(f"{output} exists; pass --overwrite to replace it")
+        _refuse_existing_output(output, overwrite)  # again: another leaderboard may have written it meanwhile
         with atomic_write(output) as handle:
             handle.write(text)
     click.echo(f"wrote {output}")
+
+
+def _refuse_existing_output(output: Path, overwrite: bool) -> None:
+    """The leaderboard's --output, refused if anything is there (a broken link too) unless `overwrite`: as report,
+    score and predict refuse."""
+    if os.path.lexists(output) and not overwrite:
+        raise HarnessError(f"{output} exists; pass --overwrite to replace it")
 
 
 @main.command("plot")
