@@ -21,6 +21,7 @@ from tasks.pan.folders import (
     read_classic_answers,
     read_classic_corpus,
     read_classic_truth,
+    warn_of_unknown_genre,
 )
 
 
@@ -73,6 +74,7 @@ class PanClassicTask(PanVerificationTask):
         truth, truth_lines = read_classic_truth(truth_path)
         problems, files = read_classic_corpus(folder)
         check_truth_ids(problems, truth, truth_lines, truth_path, folder)
+        warn_of_unknown_genre(problems, folder)
         checksum = sha256_files([*files, truth_path], root=folder)
         return VerificationData(problems, truth, folder, checksum, self.ranked_by)
 
@@ -80,6 +82,7 @@ class PanClassicTask(PanVerificationTask):
         """TIRA mode: read the problem folders of `input_dir` only; truth is None and truth.txt never read."""
         input_dir = Path(input_dir)
         problems, files = read_classic_corpus(input_dir, allow_empty_texts=True)
+        warn_of_unknown_genre(problems, input_dir)
         return VerificationData(problems, None, input_dir, sha256_files(files, root=input_dir), self.ranked_by)
 
     def read_truth(self, path: Path) -> dict[str, VerificationTruth]:

@@ -11,6 +11,7 @@ Bad input is a `DataError` naming the file, the line (for truth.txt) and the fie
 from __future__ import annotations
 
 import codecs
+import logging
 import math
 import os
 import re
@@ -21,6 +22,8 @@ from typing import Any
 from core.errors import DataError
 from core.files import file_problem, parse_json
 from core.records import VerificationProblem, VerificationTruth
+
+logger = logging.getLogger("harness")
 
 # Genre names as PAN 2013-2015 corpora declare them (contents.json "genre") -> the discourse type the
 # harness records. A declared genre missing here is kept as declared (lower case).
@@ -209,6 +212,17 @@ def read_classic_corpus(
     if contents is not None and isinstance(contents.get("problems"), list):
         _check_contents_listing(contents["problems"], problems, contents_path)
     return tuple(problems), files
+
+
+def warn_of_unknown_genre(problems: Sequence[VerificationProblem], corpus_dir: Path) -> None:
+    """Say that a corpus read has no genre (see `classic_genre`): a copy under another folder name labels the same
+    problems otherwise, and the run's per-type rows would read unknown+unknown unexplained."""
+    if any(UNKNOWN_GENRE in problem.discourse_types for problem in problems):
+        logger.warning(
+            "%s: discourse type unknown (no \"genre\" in a contents.json, no genre in the folder's or its parent's "
+            "name: essay, novel, or pan13/pan15 for English corpora), so per-type rows read unknown+unknown",
+            corpus_dir,
+        )
 
 
 def _check_contents_listing(listed: list[Any], problems: Sequence[VerificationProblem], path: Path | None) -> None:

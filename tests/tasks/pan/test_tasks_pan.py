@@ -523,6 +523,23 @@ def test_classic_genre(tmp_path: Path, folder: str, contents: dict | None, genre
     assert classic_genre(corpus, contents) == genre
 
 
+def test_a_corpus_whose_genre_is_unknown_is_named_in_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same files under another folder name lose their genre (PAN 2013 and 2015 declare none): the run says so,
+    where its per-type rows would otherwise read unknown+unknown unexplained."""
+    for folder in ("pan13-english", "my-copy"):
+        make_classic(tmp_path / folder / "train", SMALL_CLASSIC, SMALL_TRUTH)
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        named = PanClassicTask().load(tmp_path / "pan13-english", "train")
+    assert named.problems[0].discourse_types[0] == "textbook" and not caplog.records
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        renamed = PanClassicTask().load(tmp_path / "my-copy", "train")
+    assert renamed.problems[0].discourse_types[0] == "unknown"
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert str(tmp_path / "my-copy" / "train") in warning and "discourse type unknown" in warning
+
+
 def test_placeholder_authors_agree_with_same() -> None:
     assert placeholder_authors("EE001", True) == ("EE001-known", "EE001-known")
     assert placeholder_authors("EE001", False) == ("EE001-known", "EE001-unknown")
