@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from core.errors import DataError, HarnessError
 from core.files import check_text, file_problem, read_jsonl, require_field, sha256_files
+from core.records import VerificationProblem
 from toolkit.splits import UnionFind
 
 
@@ -228,18 +229,20 @@ def read_pan_classic_texts(corpus_dirs: Sequence[Path]) -> SourceRead:
     reuses texts, even across train and test) is one text whose groups are all those problems, so no
     same-author pair takes both texts from one problem and no text lands in two splits.
     """
-    from tasks.pan.folders import read_classic_corpus, read_classic_truth
+    from tasks.pan.folders import read_classic_corpus, read_classic_truth, warn_of_unknown_genre
     from toolkit.splits import text_key
 
     nodes = _Links()
     by_key: dict[str, int] = {}  # text key -> index in `found`
     found: list[dict] = []  # per distinct text: text, genre, node, problems, origin
     inputs: list[dict[str, str]] = []
+    corpora: list[tuple[Sequence[VerificationProblem], Path]] = []  # read whole, before any genre warning
     for corpus_dir in corpus_dirs:
         corpus_dir = Path(corpus_dir)
         problems, files = read_classic_corpus(corpus_dir)
         truth_path = corpus_dir / "truth.txt"
         truth, _ = read_classic_truth(truth_path)
+        corpora.append((problems, corpus_dir))
         inputs.append({"path": str(corpus_dir), "sha256": sha256_files([*files, truth_path], corpus_dir)})
         for problem in problems:
             if problem.id not in truth:
@@ -263,6 +266,8 @@ def read_pan_classic_texts(corpus_dirs: Sequence[Path]) -> SourceRead:
                 found.append(
                     {"text": text, "genre": genre, "node": node, "problems": [label], "origin": f"{label}/{name}"}
                 )
+    for problems, corpus_dir in corpora:  # the texts' discourse type, which cross-type pairs are made of
+        warn_of_unknown_genre(problems, corpus_dir)
     texts = [
         SourceText(
             text_id=entry["origin"],

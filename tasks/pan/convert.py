@@ -34,7 +34,7 @@ from core.errors import HarnessError
 from core.files import ATOMIC_WRITE_SUFFIX, atomic_writes, remove_temporaries
 from core.records import VerificationProblem
 from tasks.pan.common import check_truth_ids
-from tasks.pan.folders import placeholder_authors, read_classic_corpus, read_classic_truth
+from tasks.pan.folders import placeholder_authors, read_classic_corpus, read_classic_truth, warn_of_unknown_genre
 
 logger = logging.getLogger("harness")
 
@@ -122,6 +122,7 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
                 same = truth[problem.id].same
                 row = {"id": problem.id, "same": same, "authors": list(placeholder_authors(problem.id, same))}
                 truth_handles[0].write(json.dumps(row, ensure_ascii=False) + "\n")
+    warn_of_unknown_genre(problems, src)  # the converted pairs carry it as their discourse types
     if truth is None:  # a TIRA input folder, or a split that lost its truth: said aloud, not silently
         logger.warning(
             "%s has no truth.txt: wrote %s only, no %s (enough for `harness predict`; "

@@ -4,6 +4,7 @@ line and field, and nothing is written; the output folder is refused, replaced o
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import Counter
 from pathlib import Path
@@ -493,3 +494,23 @@ def test_overwrite_refuses_a_compressed_twin_and_a_folder_where_a_file_goes(tmp_
     with pytest.raises(HarnessError, match="is not a file, and the dataset's test/pairs.jsonl goes there"):
         build_pairs("jsonl", source, out, pairs=8, overwrite=True)
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["test", "test/pairs.jsonl", "train"]
+
+
+def test_a_pan_classic_corpus_without_a_genre_is_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Its texts' discourse type is what cross-type pairs are made of: an unknown one is said, once every corpus
+    has been read (a refused input keeps its one error line)."""
+    from tasks.pairs.sources import read_pan_classic_texts
+
+    corpora = []
+    for name in ("pan14-essays", "corpus"):  # a genre in the name; none
+        for problem in ("P01", "P02"):
+            (tmp_path / name / problem).mkdir(parents=True)
+            (tmp_path / name / problem / "known01.txt").write_text(f"known text of {name} {problem}", encoding="utf-8")
+            (tmp_path / name / problem / "unknown.txt").write_text(f"other text of {name} {problem}", encoding="utf-8")
+        (tmp_path / name / "truth.txt").write_text("P01 Y\nP02 N\n", encoding="utf-8")
+        corpora.append(tmp_path / name)
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        read = read_pan_classic_texts(corpora)
+    assert Counter(text.discourse_type for text in read.texts) == {"essay": 4, "unknown": 4}
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith(f"{tmp_path / 'corpus'}: discourse type unknown")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tarfile
@@ -52,6 +53,19 @@ def small_corpus(root: Path, *, truth: str | None = "P01 Y\nP02 N\n") -> Path:
         (root / "truth.txt").write_text(truth, encoding="utf-8")
     (root / "contents.json").write_text(json.dumps({"language": "english", "genre": "essays"}), encoding="utf-8")
     return root
+
+
+def test_convert_names_a_corpus_without_a_genre_after_writing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The converted pairs carry the corpus genre as their discourse types: an unknown one is said, once the
+    output is written (a refused conversion keeps its one error line)."""
+    src = small_corpus(tmp_path / "corpus")
+    (src / "contents.json").write_text(json.dumps({"language": "english"}), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        convert_classic_to_jsonl(src, tmp_path / "out")
+    rows = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
+    assert {tuple(row["discourse_types"]) for row in rows} == {("unknown", "unknown")}
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith(f"{src}: discourse type unknown")
 
 
 def test_convert_small_corpus(tmp_path: Path) -> None:
