@@ -65,7 +65,7 @@ def save_figure(fig: Any, out_dir: Path, stem: str, header: Sequence[str], rows:
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf", out_dir / f"{stem}.csv"]
     fig.tight_layout()
     fig.savefig(paths[0])
-    fig.savefig(paths[1])
+    fig.savefig(paths[1], metadata={"CreationDate": None})  # no timestamp: the same figures give the same bytes
     pyplot().close(fig)
     with open(paths[2], "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")

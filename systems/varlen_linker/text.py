@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from harness.seeding import legacy_seed
+
 PAD_ID = 0
 UNK_ID = 1
 MAX_CHARS = 1024
@@ -45,7 +47,7 @@ class SubwordTokenizer:
         sentences = [t for t in (clean(text) for text in texts) if t]
         if not sentences:
             raise ValueError("no non-empty training text to learn subwords from")
-        spm.set_random_generator_seed(seed)
+        spm.set_random_generator_seed(legacy_seed(seed))  # it takes 32 bits; `harness run --seed` takes 64
         buffer = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences),

@@ -8,7 +8,8 @@
   L posts; a last run shorter than L is dropped. Each post is the triple (pre-processed text, day
   of week, sub-forum), with its thread id for the evaluator's thread-disjoint protocol.
 
-Everything here is deterministic: ties in time keep the file order.
+Everything here is deterministic, and the file's order of its lines changes nothing: posts made in the same
+second are ordered by post id.
 
 Two forms of the same protocol: on lists of ForumPosts (`time_split`, `build_episodes`: small inputs,
 tests, and the reference), and on the columns of a tasks.forum.post_table.PostTable (`time_split_rows`,
@@ -56,7 +57,7 @@ def time_split(posts: Sequence[ForumPost]) -> dict[str, dict[str, list[ForumPost
         by_market[post.market].append(post)
     splits: dict[str, dict[str, list[ForumPost]]] = {}
     for market in sorted(by_market):
-        ordered = sorted(by_market[market], key=lambda p: p.created)  # stable: ties keep file order
+        ordered = sorted(by_market[market], key=lambda p: (p.created, p.post_id))
         cut = split_time(ordered)
         splits[market] = {
             "train": [p for p in ordered if p.created < cut],
@@ -112,14 +113,17 @@ def build_episodes(
 # -- the same protocol on the columns of a PostTable ---------------------------------------------------
 
 
-def time_split_rows(market_codes: np.ndarray, created: np.ndarray) -> dict[int, dict[str, np.ndarray]]:
-    """`time_split` on columns: {market code: {"train": rows, "test": rows}}, rows in time order (ties: file order).
+def time_split_rows(
+    market_codes: np.ndarray, created: np.ndarray, id_ranks: np.ndarray
+) -> dict[int, dict[str, np.ndarray]]:
+    """`time_split` on columns: {market code: {"train": rows, "test": rows}}, rows in time order (ties: by post id,
+    `id_ranks` being each post's rank by post_id, as PostTable.id_ranks gives it).
 
     Markets come in code order (a PostTable's codes follow the sorted names, as `time_split`'s markets do).
     """
     market_codes = np.asarray(market_codes, dtype=np.int64)
     created = np.asarray(created, dtype=np.int64)
-    order = np.lexsort((created, market_codes))  # stable: by market, then time, then row (file order)
+    order = np.lexsort((np.asarray(id_ranks), created, market_codes))  # by market, then time, then post id
     codes = market_codes[order]
     bounds = np.flatnonzero(np.diff(codes)) + 1
     splits: dict[int, dict[str, np.ndarray]] = {}

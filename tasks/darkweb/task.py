@@ -450,7 +450,7 @@ def _protocol(path: Path, size: int, mtime_ns: int, episode_length: int, min_pos
     table = _post_table(path, size, mtime_ns)
     market_codes, authors = table.codes("market"), table.codes("author")
     names = table.names("market")
-    by_market = time_split_rows(market_codes, table.created)
+    by_market = time_split_rows(market_codes, table.created, table.id_ranks())
     posts = {names[code]: splits for code, splits in by_market.items()}
     episodes = {
         names[code]: {

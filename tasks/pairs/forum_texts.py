@@ -62,10 +62,10 @@ def forum_texts(
     join: str = "post",
     max_chars: int | None = None,
 ) -> list[SourceText]:
-    """Texts from posts, in the order of their first post (oldest first, then file order)."""
+    """Texts from posts, in the order of their first post (oldest first, then by post id)."""
     name = Path(path).name
-    # oldest first, file order among equals: the posts file is ordered by time, but nothing relies on it
-    order = sorted(range(len(posts)), key=lambda i: (posts[i].created, i))
+    # oldest first, post id among equals: the file's order of its lines must not change the set
+    order = sorted(range(len(posts)), key=lambda i: (posts[i].created, posts[i].post_id))
     if join == "post":
         return [_text(name, [posts[i]], _cut(posts[i].text, max_chars), discourse, community) for i in order]
     runs: dict[tuple, list[ForumPost]] = {}  # the open run of each key

@@ -74,15 +74,15 @@ SECONDS_PER_DAY = 86400
 
 
 def posts_by_author(posts: Sequence[ForumPost]) -> dict[str, list[ForumPost]]:
-    """Each author's posts, oldest first (file order breaks ties in time), authors sorted by name."""
+    """Each author's posts, oldest first (post id breaks ties in time, not the file's order), authors sorted by name."""
     by_author: dict[str, list[ForumPost]] = defaultdict(list)
     for post in posts:
         by_author[post.author].append(post)
-    return {author: sorted(by_author[author], key=lambda p: p.created) for author in sorted(by_author)}
+    return {author: sorted(by_author[author], key=lambda p: (p.created, p.post_id)) for author in sorted(by_author)}
 
 
 def group_streams(posts: Sequence[ForumPost], encoder: ActionEncoder) -> tuple[Stream, ...]:
-    """One stream per author (sorted by name), actions oldest first (file order breaks ties in time)."""
+    """One stream per author (sorted by name), actions oldest first (post id breaks ties in time)."""
     return tuple(Stream(author, encoder.actions(own)) for author, own in posts_by_author(posts).items())
 
 

@@ -220,3 +220,18 @@ def test_recall_at_k_of_reddit_account_ranking(forum_slice: Path, tmp_path: Path
     assert {int(row["queries"]) for row in rows} == {len(ranking)}
     targets = ranking[0]["targets"]
     assert targets <= 20 and recall[targets] == 1.0 and recall[1] < 1.0
+
+
+def test_a_figure_saved_twice_is_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PDF carried its creation time, so the same runs gave other report bytes (audit 6, F3)."""
+    from harness.plotting import pyplot, save_figure
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)  # matplotlib's own way to fix the date; users lack it
+    saved = []
+    for folder in ("first", "second"):
+        fig, ax = pyplot().subplots()
+        ax.plot([0, 1], [1, 0])
+        saved.append(save_figure(fig, tmp_path / folder, "curve", ["x"], [[0]]))
+    for first, second in zip(*saved, strict=True):
+        assert first.read_bytes() == second.read_bytes(), first.name
+    assert b"/CreationDate" not in saved[0][1].read_bytes()

@@ -102,6 +102,13 @@ def test_tokenizer_pads_truncates_and_is_deterministic(tokenizer: SubwordTokeniz
     )
 
 
+def test_tokenizer_takes_every_seed_a_run_accepts():
+    """sentencepiece takes a 32-bit seed; `harness run --seed` up to 2**64 - 1 (audit 6, F4: a TypeError before)."""
+    texts = [f"the quick brown fox {i} jumps over the lazy dog number {i % 7}" for i in range(300)]
+    large = SubwordTokenizer.train(texts, vocab_size=64, seed=2**64 - 1)
+    assert large.model_proto == SubwordTokenizer.train(texts, vocab_size=64, seed=2**32 - 1).model_proto
+
+
 def test_post_table_maps_unknown_subreddits_to_other(tokenizer: SubwordTokenizer):
     actions = [Action("a", 1, 0), Action("b", 2, 7), Action("", 3, -1), Action("c", 23, 2)]
     table = post_table(actions, tokenizer, post_length=6, num_subreddits=3)

@@ -35,6 +35,14 @@ def test_time_split_is_per_market_at_the_median():
     assert time_split(list(reversed(posts))) == split  # ordered by time, whatever the input order
 
 
+def test_posts_of_the_same_second_are_ordered_by_id_not_by_the_file():
+    """A re-export of the same posts in another line order must give the same splits (audit 6, F2)."""
+    posts = [post(9, "a", 100), post(3, "b", 100), post(5, "a", 100)] + [post(i, "b", 100 + i) for i in range(1, 5)]
+    split = time_split(posts)
+    assert [p.post_id for p in split["m"]["train"]] == ["p3", "p5", "p9"]  # all made at 100: by id
+    assert time_split(posts[::-1]) == time_split(posts[1:] + posts[:1]) == split
+
+
 def test_episodes_are_consecutive_runs_of_active_authors():
     posts = [post(i, "a", i) for i in range(12)] + [post(100 + i, "b", 100 + i) for i in range(9)]
     episodes = build_episodes(posts, split="train", length=5, min_posts=10, text_of=lambda p: p.text.upper())

@@ -300,6 +300,31 @@ def test_darkweb_splits_equal_the_list_based_protocol(params: dict, real_posts, 
         assert reference["train"]["cross_persons"]  # the case checks some CROSS labels
 
 
+def test_darkweb_splits_do_not_follow_the_files_order_of_same_second_posts(tmp_path: Path):
+    """nbcsauthor numbers its graph's nodes in the order of the training posts: posts made in the same second
+    must come in one order (by id) whatever the file's line order, or a re-exported file changes its answers."""
+    rows = [
+        {
+            **GOOD,
+            "post_id": f"t1_{i}",
+            "author": f"u{i % 3}",
+            "thread_id": f"x{i % 4}",
+            "created": GOOD["created"] + i // 3,
+        }
+        for i in range(24)
+    ]  # every second holds three posts, of three authors
+    rows += [{**rows[0], "post_id": "t1_0b"}, {**rows[-1], "post_id": "t1_23b"}]  # one author twice in a second
+    task = DarkwebTask(episode_length=1, min_posts=2)
+    forward = write(tmp_path / "forward.jsonl", rows)
+    backward = write(tmp_path / "backward.jsonl", rows[::-1])
+    for split in ("train", "test"):
+        ours, theirs = task.load(forward, split), task.load(backward, split)
+        assert [p.post_id for p in ours.posts] == [p.post_id for p in theirs.posts]
+        assert tuple(ours.episodes) == tuple(theirs.episodes)
+    first_second = [p.post_id for p in task.load(backward, "train").posts][:4]
+    assert first_second == ["t1_0", "t1_0b", "t1_1", "t1_2"]
+
+
 def test_episode_rows_index_slice_and_compare(forum_posts_file: Path):
     data = DarkwebTask(market="campus").load(forum_posts_file, "test")
     every = tuple(data.episodes)

@@ -514,3 +514,16 @@ def test_a_pan_classic_corpus_without_a_genre_is_named(tmp_path: Path, caplog: p
     assert Counter(text.discourse_type for text in read.texts) == {"essay": 4, "unknown": 4}
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith(f"{tmp_path / 'corpus'}: discourse type unknown")
+
+
+def test_forum_texts_of_the_same_second_come_by_post_id_whatever_the_files_order(tmp_path: Path) -> None:
+    from tasks.forum.records import ForumPost
+    from tasks.pairs.forum_texts import forum_texts
+
+    posts = [
+        ForumPost(f"p{i}", f"u{i % 2}", "campus", "College", f"t{i}", None, kind, 1_500_000_000 + i // 3, f"text {i}")
+        for i, kind in zip(range(9), ["submission", "comment"] * 5, strict=False)
+    ]
+    forward = forum_texts(posts, tmp_path / "posts.jsonl")
+    assert forum_texts(posts[::-1], tmp_path / "posts.jsonl") == forward
+    assert [t.text for t in forward][:3] == ["text 0", "text 1", "text 2"]  # made in one second: by id

@@ -66,6 +66,12 @@ def fp(i: int, author: str, created: int, thread: str) -> ForumPost:
     return ForumPost(f"p{i}", author, "campus", "College", thread, None, "comment", created, f"text {i}")
 
 
+def test_an_authors_posts_of_the_same_second_come_by_id_whatever_the_files_order():
+    posts = [fp(7, "a", T0, "t1"), fp(2, "a", T0, "t2"), fp(5, "a", T0 - 1, "t1"), fp(1, "b", T0, "t1")]
+    assert [p.post_id for p in posts_by_author(posts)["a"]] == ["p5", "p2", "p7"]
+    assert posts_by_author(posts[::-1]) == posts_by_author(posts)
+
+
 def test_leak_free_ranking_skips_the_gap_and_the_query_threads_and_counts_what_it_drops():
     a = [fp(i, "a", T0 + i * DAY, "t1" if i % 2 else "t2") for i in range(4)]  # query: threads t1, t2
     a += [
