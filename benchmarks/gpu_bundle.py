@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project's packages, run from anywhere
 from core.files import find_data_file, staged_folder  # noqa: E402
 
-POST_FIELDS = ("post_id", "author", "thread_id", "subforum", "kind", "text")  # what pretraining_corpus reads
+POST_FIELDS = ("post_id", "author", "thread_id", "subforum", "kind", "created", "text")  # what pretraining_corpus reads
 MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 WORD_EMBEDDINGS = "word_embeddings.weight"  # the end of the matrix's name in a BERT checkpoint
 TEXT_MARK = "\x00post:"  # stands for a pair's text in a packed pairs.jsonl line; no JSON text holds a raw NUL

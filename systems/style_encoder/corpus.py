@@ -19,7 +19,7 @@ from typing import Any
 from core.errors import DataError, HarnessError
 from core.files import find_data_file, read_jsonl, require_field
 from core.progress import pbar
-from tasks.forum.records import PostIds, non_empty_label, post_kind
+from tasks.forum.records import PostIds, non_empty_label, post_created, post_kind
 from toolkit.text_prep import prepare_text
 
 POSTS_STEM = "posts.jsonl"  # as the forum tasks read it: `<folder>/posts.jsonl[.gz]`, or the file itself
@@ -165,7 +165,7 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
     than two posts are left out.
     """
     path = Path(posts) if Path(posts).is_file() else find_data_file(Path(posts), POSTS_STEM)
-    by_author: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {}
+    by_author: dict[str, list[tuple[int, str, str, str, str, str]]] = {}  # (created, post id, text, kind, ...)
     left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
     if exclusions.only_post_ids is not None:
         left_out["outside_training_split"] = 0
@@ -178,6 +178,7 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
             non_empty_label(record, name, path, line) for name in ("author", "thread_id", "subforum")
         )
         kind = post_kind(record, path, line)
+        created = post_created(record, path, line)
         text = require_field(record, "text", str, path, line, free_text=True)
         if author in exclusions.authors:
             left_out["excluded_author"] += 1
@@ -192,11 +193,8 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
             if len(text) < min_chars:
                 left_out["short"] += 1
                 continue
-            texts, kinds, threads, communities = by_author.setdefault(author, ([], [], [], []))
-            texts.append(text)
-            kinds.append(kind)
-            threads.append(thread)
-            communities.append(community)  # the community `harness pairs --from forum` matches by default
+            # the community is the one `harness pairs --from forum` matches by default
+            by_author.setdefault(author, []).append((created, post_id, text, kind, thread, community))
     excluded = left_out["excluded_author"] + left_out["excluded_thread"] + left_out["excluded_post"]
     if exclusions.sets and not excluded:
         raise HarnessError(
@@ -204,17 +202,19 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
             "so nothing would be left out: was the set built from other posts? Build it from these with `harness "
             "pairs --from forum`, or pre-train without --exclude-test-of/--exclude-all-of"
         )
-    kept = {author: parts for author, parts in by_author.items() if len(parts[0]) >= 2}
-    left_out["single_post_author"] = sum(len(parts[0]) for author, parts in by_author.items() if author not in kept)
+    # each author's posts oldest first, ties by id: the seeded draws pick posts by position, so the file's order of
+    # its lines must not decide which (the real posts file is in this order already)
+    kept = {author: sorted(own) for author, own in by_author.items() if len(own) >= 2}
+    left_out["single_post_author"] = sum(len(own) for author, own in by_author.items() if author not in kept)
     if len(kept) < 2:
         raise HarnessError(f"{path}: {len(kept)} author(s) with two or more posts left to pre-train on; need 2")
     authors = sorted(kept)
     return PretrainingCorpus(
         authors=authors,
-        texts=[kept[author][0] for author in authors],
-        kinds=[kept[author][1] for author in authors],
-        threads=[kept[author][2] for author in authors],
-        communities=[kept[author][3] for author in authors],
+        texts=[[post[2] for post in kept[author]] for author in authors],
+        kinds=[[post[3] for post in kept[author]] for author in authors],
+        threads=[[post[4] for post in kept[author]] for author in authors],
+        communities=[[post[5] for post in kept[author]] for author in authors],
         source=str(path),
         left_out=left_out,
     )

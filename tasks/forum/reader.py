@@ -9,7 +9,7 @@ from pathlib import Path
 from core.errors import DataError
 from core.files import check_text, find_data_file, read_jsonl, require_field, sha256_files
 from core.progress import pbar
-from tasks.forum.records import ForumPost, PostIds, non_empty_label, post_kind
+from tasks.forum.records import ForumPost, PostIds, non_empty_label, post_created, post_kind
 
 POSTS_STEM = "posts.jsonl"
 logger = logging.getLogger("harness")
@@ -35,10 +35,6 @@ def read_forum_posts(path: Path) -> tuple[list[ForumPost], str]:
     return posts, sha256_files([path])
 
 
-# the Unix seconds of 0001-01-01 and 9999-12-31 23:59:59 UTC, the dates Python's datetime can hold
-FIRST_SECOND, LAST_SECOND = -62_135_596_800, 253_402_300_799
-
-
 def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
     """The posts of a posts file, in file order, each validated as it is read.
 
@@ -53,16 +49,7 @@ def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
     post_ids = PostIds(path)
     for line, obj in pbar(read_jsonl(path), desc="reading posts", unit="posts"):
         post_id = post_ids.add(obj, line)
-        created = require_field(obj, "created", (int, float), path, line)
-        if created != int(created):
-            raise DataError(f"expected whole Unix seconds, got {created!r}", path=path, line=line, field="created")
-        if not FIRST_SECOND <= created <= LAST_SECOND:  # the tasks date posts; milliseconds are past year 9999
-            raise DataError(
-                f"expected Unix seconds of a date in the years 1-9999, got {created!r} (milliseconds?)",
-                path=path,
-                line=line,
-                field="created",
-            )
+        created = post_created(obj, path, line)
         parent = obj.get("parent_id")
         if parent is not None and not isinstance(parent, str):
             raise DataError(
@@ -79,7 +66,7 @@ def iter_forum_posts(path: Path) -> Iterator[ForumPost]:
             thread_id=non_empty_label(obj, "thread_id", path, line),
             parent_id=parent,
             kind=kind,
-            created=int(created),
+            created=created,
             text=require_field(obj, "text", str, path, line, free_text=True),
         )
 

@@ -25,6 +25,25 @@ SPECIAL_TOKENS = (QUOTE, PGP_PUBKEY, PGP_SIGNATURE, PGP_ENCMSG, LINK, IMAGE)
 POST_KINDS = ("submission", "comment")  # a post's `kind`; a typo ("Comment") would pass for a discourse type
 
 
+# the Unix seconds of 0001-01-01 and 9999-12-31 23:59:59 UTC, the dates Python's datetime can hold
+FIRST_SECOND, LAST_SECOND = -62_135_596_800, 253_402_300_799
+
+
+def post_created(obj: dict, path: Path, line: int) -> int:
+    """A post's `created`: whole Unix seconds of a date in the years 1-9999 (a DataError naming file, line, field)."""
+    created = require_field(obj, "created", (int, float), path, line)
+    if created != int(created):
+        raise DataError(f"expected whole Unix seconds, got {created!r}", path=path, line=line, field="created")
+    if not FIRST_SECOND <= created <= LAST_SECOND:  # the tasks date posts; milliseconds are past year 9999
+        raise DataError(
+            f"expected Unix seconds of a date in the years 1-9999, got {created!r} (milliseconds?)",
+            path=path,
+            line=line,
+            field="created",
+        )
+    return int(created)
+
+
 def post_kind(obj: dict, path: Path, line: int) -> str:
     """A post's `kind`: "comment" where missing, else one of POST_KINDS (a DataError naming file, line and field)."""
     kind = obj.get("kind", "comment")

@@ -65,6 +65,25 @@ def test_the_test_side_of_a_pair_set_is_left_out(forum_slice: Path, slice_set: P
     assert all(len(texts) >= 2 for texts in corpus.texts)
 
 
+def test_the_corpus_does_not_follow_the_files_line_order(forum_slice: Path, tmp_path: Path):
+    """Pre-training's seeded draws pick an author's posts by position: the same posts in another line order gave other
+    weights and scores (audit 7, G1). Each author's posts come oldest first, ties by post id."""
+    posts = forum_slice / "posts.jsonl" if forum_slice.is_dir() else forum_slice
+    from toolkit.text_prep import prepare_text
+
+    lines = posts.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = next(r for r in map(json.loads, lines) if len(prepare_text(r["text"])) >= 30)  # one the corpus keeps
+    twin = {**first, "post_id": first["post_id"] + "-twin", "text": "a later post of the same second, by its id"}
+    (tmp_path / "forward.jsonl").write_text("".join(lines) + json.dumps(twin) + "\n", encoding="utf-8")
+    (tmp_path / "backward.jsonl").write_text(json.dumps(twin) + "\n" + "".join(lines[::-1]), encoding="utf-8")
+    forward = pretraining_corpus(tmp_path / "forward.jsonl", Exclusions())
+    backward = pretraining_corpus(tmp_path / "backward.jsonl", Exclusions())
+    assert forward.texts == backward.texts and forward.kinds == backward.kinds and forward.threads == backward.threads
+    assert forward.communities == backward.communities and forward.authors == backward.authors
+    own = forward.texts[forward.authors.index(first["author"])]
+    assert own.index(prepare_text(twin["text"])) == own.index(prepare_text(first["text"])) + 1
+
+
 def test_a_set_with_gzipped_files_leaves_out_the_same(slice_set: Path, tmp_path: Path):
     """pan23 reads a set's truth.jsonl.gz; exclusion said "not found\"."""
     zipped = tmp_path / "zipped"
