@@ -303,7 +303,6 @@ class PostTable:
             raise DataError(f"expected {marker['rows']} posts, found {self._table.num_rows}", path=folder)
         self._codes: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
         self._created: np.ndarray | None = None
-        self._id_ranks: np.ndarray | None = None
         self._cleaned: OrderedDict[int, str] = OrderedDict()
         self._chunk_index: dict[str, tuple[list, np.ndarray]] = {}
 
@@ -328,18 +327,15 @@ class PostTable:
         return self._created
 
     def id_ranks(self) -> np.ndarray:
-        """Every post's rank by post_id (int64, read-only; ids compared as Python compares strings).
+        """Every post's rank by post_id (ids compared as Python compares strings), computed anew on each call.
 
-        What orders posts made in the same second: the file's order of its lines must not change a result.
+        What orders posts made in the same second: the file's order of its lines must not change a result. Not kept:
+        the time split needs it once, and at 10^7 posts it is 80 MB.
         """
-        if self._id_ranks is None:
-            import pyarrow.compute as pc
+        import pyarrow.compute as pc
 
-            column = self._table.column("post_id").combine_chunks()
-            ranks = np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="first").to_numpy(), dtype=np.int64)
-            ranks.flags.writeable = False
-            self._id_ranks = ranks
-        return self._id_ranks
+        column = self._table.column("post_id")  # ranked across its chunks, not copied into one
+        return np.asarray(pc.rank(column, sort_keys="ascending", tiebreaker="first").to_numpy(), dtype=np.int64)
 
     def codes(self, field: str) -> np.ndarray:
         """Every post's value of a string field (market, author, subforum, thread_id) as an int64 code into `names`."""
