@@ -28,7 +28,7 @@ import numpy as np
 from tasks.darkweb.records import Episode, EpisodePost
 from tasks.forum.post_table import LazyRows
 from tasks.forum.preprocess import clean_post
-from tasks.forum.records import ForumPost
+from tasks.forum.records import ForumPost, time_order
 
 if TYPE_CHECKING:
     from tasks.forum.post_table import PostTable
@@ -57,7 +57,7 @@ def time_split(posts: Sequence[ForumPost]) -> dict[str, dict[str, list[ForumPost
         by_market[post.market].append(post)
     splits: dict[str, dict[str, list[ForumPost]]] = {}
     for market in sorted(by_market):
-        ordered = sorted(by_market[market], key=lambda p: (p.created, p.post_id))
+        ordered = sorted(by_market[market], key=time_order)
         cut = split_time(ordered)
         splits[market] = {
             "train": [p for p in ordered if p.created < cut],

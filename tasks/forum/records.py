@@ -93,6 +93,12 @@ class ForumPost(NamedTuple):
     text: str
 
 
+def time_order(post: ForumPost) -> tuple[int, str]:
+    """The key that puts posts in time order: oldest first, posts of one second by id, so that the file's order of
+    its lines never decides (PostTable.id_ranks gives the same order on columns)."""
+    return post.created, post.post_id
+
+
 class TextPost(Protocol):
     """What a text-only system reads of a post: ForumPost, a darkweb EpisodePost, a reddit Action."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from core.errors import DataError, HarnessError
 from core.files import check_text, read_jsonl
 from tasks.forum.reader import find_posts_file, read_forum_posts
-from tasks.forum.records import ForumPost
+from tasks.forum.records import ForumPost, time_order
 from tasks.pairs.sources import AUTHORS_AS_NAMED, SourceRead, SourceText
 
 DISCOURSE_FIELDS = ("kind", "subforum", "market")
@@ -65,7 +65,7 @@ def forum_texts(
     """Texts from posts, in the order of their first post (oldest first, then by post id)."""
     name = Path(path).name
     # oldest first, post id among equals: the file's order of its lines must not change the set
-    order = sorted(range(len(posts)), key=lambda i: (posts[i].created, posts[i].post_id))
+    order = sorted(range(len(posts)), key=lambda i: time_order(posts[i]))
     if join == "post":
         return [_text(name, [posts[i]], _cut(posts[i].text, max_chars), discourse, community) for i in order]
     runs: dict[tuple, list[ForumPost]] = {}  # the open run of each key

@@ -46,7 +46,7 @@ from core.errors import DataError, HarnessError
 from core.progress import Progress
 from harness.task import Evaluation, TaskMetadata
 from tasks.forum.reader import find_posts_file, read_forum_posts, warn_of_empty_texts
-from tasks.forum.records import ForumPost
+from tasks.forum.records import ForumPost, time_order
 from tasks.reddit.actions import ActionEncoder, subreddit_vocabulary
 from tasks.reddit.linking import (
     EER_VARIANT,
@@ -78,7 +78,7 @@ def posts_by_author(posts: Sequence[ForumPost]) -> dict[str, list[ForumPost]]:
     by_author: dict[str, list[ForumPost]] = defaultdict(list)
     for post in posts:
         by_author[post.author].append(post)
-    return {author: sorted(by_author[author], key=lambda p: (p.created, p.post_id)) for author in sorted(by_author)}
+    return {author: sorted(by_author[author], key=time_order) for author in sorted(by_author)}
 
 
 def group_streams(posts: Sequence[ForumPost], encoder: ActionEncoder) -> tuple[Stream, ...]:
