@@ -96,20 +96,22 @@ def _typed_params(kind: str, name: str, cls: Any, pairs: dict[str, str]) -> dict
 
 
 def _check_output_folder(
-    folder: Path, option: str, *, run_folder_ok: bool = False, file: Path | None = None, runs: Iterable[Path] = ()
+    folder: Path, option: str, *, record_folder_ok: bool = False, file: Path | None = None, runs: Iterable[Path] = ()
 ) -> None:
     """A folder the command will write into (made if missing) must be one it can write: checked before any work.
 
     A fit can take hours; a file where the folder should be, or a folder that cannot be written, is refused first.
     The nearest existing folder on the way is what `mkdir -p` starts from, so that is the one checked. Nor may it be
-    or lie in a run's folder (one of `runs` too; unless `run_folder_ok`: `score --record` writes one): a rerun
-    replaces the run's checkpoint folder whole, and what another command wrote into it would go with it. Where the
+    or lie in a run's folder (one of `runs` too): a rerun replaces the run's checkpoint folder whole, and what another
+    command wrote into it would go with it; nor would a run's result and details, replaced by a record, describe the
+    answers and checkpoint left beside them. With `record_folder_ok` a record's own folder (`score --record`'s, no
+    answers file or checkpoint) is fine: a record is replaced in place with --overwrite. Where the
     folder is that of `file`, the one file the command writes, the messages name the file.
     """
     from harness.runner import enclosing_run_folder
 
     folder = Path(folder)
-    run_folder = None if run_folder_ok else enclosing_run_folder(folder, runs)
+    run_folder = enclosing_run_folder(folder, runs, records=not record_folder_ok)
     if run_folder is not None:
         if file is not None:
             raise HarnessError(f"{option} {file} lies in the run folder {run_folder}; name a file outside it")
@@ -363,9 +365,21 @@ def _pan_answers_task(task_name: str) -> Any:
 @click.option(
     "--checkpoint", type=_Path(), help="[required] The checkpoint folder a `harness run` wrote (<run>/checkpoint)."
 )
+@click.option(
+    "--genre",
+    help="pan-classic: the inputs' genre where neither their contents.json nor their folder's name gives one (PAN "
+    "2013 and 2015 declare none, and TIRA mounts a corpus as 'input'): the one the run's test corpus had, e.g. "
+    "textbook (PAN13 English), dialogue (PAN15 English).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace existing answer files.")
 def predict_cmd(
-    system_name: str, task_name: str, input_dir: Path, output_dir: Path, checkpoint: Path | None, overwrite: bool
+    system_name: str,
+    task_name: str,
+    input_dir: Path,
+    output_dir: Path,
+    checkpoint: Path | None,
+    genre: str | None,
+    overwrite: bool,
 ) -> None:
     """TIRA mode: answer the problems in --input and write --output/answers.jsonl (for pan-classic also PAN
     2013-2015's answers.txt). Needs no network."""
@@ -373,6 +387,8 @@ def predict_cmd(
 
     task = _pan_answers_task(task_name)
     registry.check_fits(system_name, task_name)
+    if genre is not None and task_name != "pan-classic":  # the jsonl tasks read each text's type from the data
+        raise HarnessError(f"--genre is for --task pan-classic; task {task_name} reads discourse types from its data")
     if checkpoint is None:  # every system answers only once fitted: `harness run` fits it and writes the checkpoint
         raise HarnessError(
             f"predict needs a fitted {system_name}: pass --checkpoint DIR, the checkpoint folder "
@@ -385,7 +401,7 @@ def predict_cmd(
         if path.is_dir():
             raise HarnessError(f"--output {output_dir}: {path} is a folder; predict writes its answers there")
     _refuse_existing(paths, overwrite)
-    data = task.load_inputs(input_dir)
+    data = task.load_inputs(input_dir) if genre is None else task.load_inputs(input_dir, genre=genre)
     system_cls = registry.system_class(system_name)
     system = system_cls.load(checkpoint)
     answers = task.answer(system, data)
@@ -438,7 +454,11 @@ def _refuse_non_files(paths: Sequence[Path]) -> None:
     type=_Path(),
     help="Also write a result.json + details.jsonl there, for `harness leaderboard`.",
 )
-@click.option("--system-name", help="The system's name in the recorded result (default: the answers file's name).")
+@click.option(
+    "--system-name",
+    help="The system's name in the recorded result (default: the answers file's name, or its folder's where the "
+    "file is called answers, as every PAN and TIRA submission's is).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace existing output files.")
 def score_cmd(
     task_name: str,
@@ -468,7 +488,7 @@ def score_cmd(
     if output_dir is not None:
         _check_output_folder(output_dir, "--output")
     if record_dir is not None:
-        _check_output_folder(record_dir, "--record", run_folder_ok=True)
+        _check_output_folder(record_dir, "--record", record_folder_ok=True)
     # what each option writes is checked before anything is written, and the record (which checks its
     # details.jsonl again under its lock) goes before --output's files: no refusal leaves half the output
     if output_dir is not None:
@@ -482,7 +502,7 @@ def score_cmd(
     answers = task.read_answers(answers_path)
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
     if record_dir is not None:
-        name = system_name or answers_path.name.split(".")[0]
+        name = system_name or record_name(answers_path)
         task.record_answers(
             truth_path,
             truth,
@@ -501,6 +521,15 @@ def score_cmd(
         click.echo(f"wrote {output_dir / 'out.json'} and {output_dir / 'evaluation.prototext'}")
 
 
+def record_name(answers_path: Path) -> str:
+    """A recorded system's default name: the answers file's name before its first dot, or its folder's name where
+    the file has the name every submission's has (answers.jsonl, answers.txt): otherwise two teams'
+    `<team>/answers.jsonl` would be recorded as one system, and a leaderboard would take them for its seeds."""
+    stem = answers_path.name.split(".")[0]
+    folder = answers_path.absolute().parent.name
+    return folder if stem.lower() == "answers" and folder else stem
+
+
 @main.command("convert")
 @click.argument("src", type=_ExistingPath(file_okay=False))
 @click.argument("dst", type=_Path())
@@ -516,6 +545,9 @@ def score_cmd(
 def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> None:
     """Convert a dataset folder to another task's layout (e.g. a PAN 2013-2015 corpus folder to PAN 2020-2023 jsonl)."""
     _check_output_folder(dst, "DST")
+    if dst.resolve() == src.resolve() or src.resolve() in dst.resolve().parents:
+        # a folder written into a corpus is read back as one of its problem folders (without unknown.txt)
+        raise HarnessError(f"DST {dst} is or lies in the corpus SRC {src}; name a folder outside it")
     count = registry.converter(source_format)(src, dst, overwrite=overwrite)
     click.echo(f"converted {count} problems from {src} to {dst}")
 

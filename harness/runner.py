@@ -352,14 +352,20 @@ def _remove_stale_temporaries(run_dir: Path) -> None:
         logger.info("removed what an interrupted run left: %s", ", ".join(str(path) for path in removed))
 
 
-def enclosing_run_folder(path: Path, runs: Iterable[Path] = ()) -> Path | None:
+def enclosing_run_folder(path: Path, runs: Iterable[Path] = (), *, records: bool = True) -> Path | None:
     """The run folder `path` is or lies in, if any (absolute): one holding a fitted checkpoint's fingerprint, or a
     result with its details (not a result.json alone, a name other tools use too), or one of `runs`, folders known
-    to hold a run (those whose results a leaderboard reads, details or not)."""
+    to hold a run (those whose results a leaderboard reads, details or not).
+
+    With `records=False` a recorded result (`score --record`: a result and its details, no answers file and no
+    checkpoint) is not taken for a run, so a record may be replaced in place; a `harness run`'s folder still is.
+    """
     path = Path(path).absolute()
     known = {Path(folder).resolve() for folder in runs}  # resolved: a run read through a link is the same run
     for folder in (path, *path.parents):
         finished = (folder / RESULT_NAME).is_file() and (folder / DETAILS_NAME).is_file()
+        if finished and not records:
+            finished = (folder / ANSWERS_NAME).is_file() or (folder / CHECKPOINT_NAME).is_dir()
         if finished or (folder / FIT_FINGERPRINT_NAME).is_file() or (known and folder.resolve() in known):
             return folder
     return None

@@ -85,6 +85,8 @@ def load_checkpoint(directory: Path, *, system: str) -> tuple[dict[str, Any], di
     config_path = directory / CONFIG_NAME
     if not directory.exists():
         raise HarnessError(f"{directory}: no such checkpoint folder")
+    if not directory.is_dir():
+        raise HarnessError(f"{directory}: a file, not a checkpoint folder; name the folder ({directory.parent})")
     if not config_path.is_file():
         raise HarnessError(f"{directory}: not a checkpoint folder (no {CONFIG_NAME})")
     config = _read_config(config_path)

@@ -127,6 +127,7 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     rows = []
     notes = []
     for (name, digest), system_runs in by_system.items():
+        _refuse_two_runs_of_one_seed(name, system_runs)
         label = name if names.count(name) == 1 else f"{name}@{digest}"
         row = Row(label=label, runs=sorted(system_runs, key=lambda run: run.seed))
         for measure in measures:
@@ -151,6 +152,29 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     table = Table(task_name, first.task_version, main, measures, lower, rows, notes=notes)
     add_type_pairs(table, runs)
     return table
+
+
+def _refuse_two_runs_of_one_seed(name: str, runs: Sequence[Run]) -> None:
+    """A row is one system's seeds: two different runs with one name, parameters and seed (copies are merged before,
+    see `unique_runs`) are two systems, or one trained on other data, and their mean would be no system's score."""
+    by_seed: dict[int | None, Run] = {}
+    for run in runs:
+        other = by_seed.setdefault(run.result.seed, run)
+        if other is run:
+            continue
+        seed = "none" if run.result.seed is None else run.result.seed
+        if other.result.data_checksums.get("train") != run.result.data_checksums.get("train"):
+            differ = "training data"
+        elif other.result.answers_checksum != run.result.answers_checksum:
+            differ = "answers"
+        else:
+            differ = "fingerprints"
+        raise HarnessError(
+            f"{other.path} and {run.path} are two runs of {name!r} with the same parameters and seed ({seed}) "
+            f"on one test set, with different {differ}: a row averages one system's seeds, not different runs. "
+            "Record them under names of their own (`harness score --record ... --system-name NAME`), or leave one "
+            "out of the folders given"
+        )
 
 
 def _main_score(task_name: str, run: Run, main: str) -> float:

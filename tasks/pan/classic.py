@@ -78,10 +78,14 @@ class PanClassicTask(PanVerificationTask):
         checksum = sha256_files([*files, truth_path], root=folder)
         return VerificationData(problems, truth, folder, checksum, self.ranked_by)
 
-    def load_inputs(self, input_dir: Path) -> VerificationData:
-        """TIRA mode: read the problem folders of `input_dir` only; truth is None and truth.txt never read."""
+    def load_inputs(self, input_dir: Path, *, genre: str | None = None) -> VerificationData:
+        """TIRA mode: read the problem folders of `input_dir` only; truth is None and truth.txt never read.
+
+        `genre`: the corpus's genre where neither its contents.json nor its folder's name gives one (see
+        `read_classic_corpus`), so that the problems a run read as its test split get its discourse types here too.
+        """
         input_dir = Path(input_dir)
-        problems, files = read_classic_corpus(input_dir, allow_empty_texts=True)
+        problems, files = read_classic_corpus(input_dir, allow_empty_texts=True, genre=genre)
         warn_of_unknown_genre(problems, input_dir)
         return VerificationData(problems, None, input_dir, sha256_files(files, root=input_dir), self.ranked_by)
 

@@ -28,6 +28,9 @@ logger = logging.getLogger("harness")
 
 OUT_JSON = "out.json"
 PROTOTEXT = "evaluation.prototext"
+# the measures PAN's evaluators write to out.json, in their order and under their names (the harness's own names,
+# c_at_1 and f1, are valid Python identifiers); measures of the harness's own (c_at_1_best_band) stay out
+PAN_OUT_NAMES = {"auc": "auc", "c_at_1": "c@1", "f_05_u": "f_05_u", "f1": "F1", "brier": "brier", "overall": "overall"}
 
 
 def _check_value(value: Any) -> str | None:
@@ -161,15 +164,15 @@ def _prototext(scores: Mapping[str, float]) -> str:
 def write_tira_outputs(scores: Mapping[str, float], out_dir: Path) -> None:
     """Write `out.json` (full precision) and TIRA's `evaluation.prototext` into `out_dir`, atomically.
 
+    The files hold what PAN's evaluator writes: its measures, named as it names them (`PAN_OUT_NAMES`: "c@1", "F1").
     Everything is checked before anything is written, and the two go in together (`atomic_writes`): a failure
     or a stop leaves the earlier pair or none, never one file of each.
     """
     out_dir = Path(out_dir)
+    scores = {pan: scores[ours] for ours, pan in PAN_OUT_NAMES.items() if ours in scores}
     if not scores:
         raise ValueError("no scores to write")
     for key, value in scores.items():
-        if not isinstance(key, str) or not key or any(c in key for c in '"\\\n'):
-            raise ValueError(f"measure name {key!r} cannot be written to prototext")
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"measure {key!r} has no finite numeric value: {value!r}")
     plain = {key: float(value) for key, value in scores.items()}

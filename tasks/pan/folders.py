@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.errors import DataError
+from core.errors import DataError, HarnessError
 from core.files import file_problem, parse_json
 from core.records import VerificationProblem, VerificationTruth
 
@@ -178,21 +178,37 @@ def problem_dirs(corpus_dir: Path) -> list[Path]:
 
 
 def read_classic_corpus(
-    corpus_dir: Path, *, allow_empty_texts: bool = False
+    corpus_dir: Path, *, allow_empty_texts: bool = False, genre: str | None = None
 ) -> tuple[tuple[VerificationProblem, ...], list[Path]]:
     """Read the problems of one PAN 2013-2015 corpus folder (not its truth): problems and the files read.
 
     Problems come in problem-folder name order (the order of truth.txt and contents.json in the PAN
-    corpora); each problem's texts are known01..knownNN in number order, then unknown.txt.
+    corpora); each problem's texts are known01..knownNN in number order, then unknown.txt. `genre` is the
+    corpus's genre where `classic_genre` finds none (`harness predict --genre`: TIRA mounts a corpus as "input");
+    one that contradicts the genre it finds is a HarnessError.
     """
     corpus_dir = Path(corpus_dir)
     if not corpus_dir.is_dir():
         raise DataError("corpus folder not found", path=corpus_dir)
     contents, contents_path = _read_contents(corpus_dir)
-    genre = classic_genre(corpus_dir, contents)
+    found = classic_genre(corpus_dir, contents)
+    given = None if genre is None else CLASSIC_GENRES.get(genre.strip().lower(), genre.strip().lower())
+    if given is not None and found not in (UNKNOWN_GENRE, given):
+        raise HarnessError(
+            f"{corpus_dir}: genre {given!r} was given, but the corpus is {found!r} (from its contents.json or its "
+            "folder's name)"
+        )
+    genre = given if found == UNKNOWN_GENRE and given else found
     files: list[Path] = [contents_path] if contents_path is not None else []
     problems: list[VerificationProblem] = []
     for problem_dir in problem_dirs(corpus_dir):
+        if any(character.isspace() for character in problem_dir.name):
+            # truth.txt and answers.txt are "ID value" lines split at white space: no line could name this problem
+            raise DataError(
+                "a problem folder's name must not hold white space: PAN's truth.txt and answers.txt ('ID value' "
+                "lines) cannot name it",
+                path=problem_dir,
+            )
         known = sorted((int(m.group(1)), f) for f in problem_dir.iterdir() if (m := _KNOWN_NAME.match(f.name)))
         unknown = problem_dir / "unknown.txt"
         if not os.path.lexists(unknown):
@@ -220,7 +236,11 @@ def warn_of_unknown_genre(problems: Sequence[VerificationProblem], corpus_dir: P
     if any(UNKNOWN_GENRE in problem.discourse_types for problem in problems):
         logger.warning(
             "%s: discourse type unknown (no \"genre\" in a contents.json, no genre in the folder's or its parent's "
-            "name: essay, novel, or pan13/pan15 for English corpora), so per-type rows read unknown+unknown",
+            "name: essay, novel, or pan13/pan15 for English corpora), so per-type rows read unknown+unknown, and a "
+            "system fitted on a known genre may answer otherwise than on the corpus under its own name (a system "
+            "that routes by type sends unknown types to its general model); to give the genre, `harness predict "
+            "--genre GENRE`, or read the folder through a link named after its corpus (pan15-english-test -> this "
+            "folder)",
             corpus_dir,
         )
 

@@ -45,6 +45,29 @@ def seed_dir(runs: Path, seed: int) -> Path:
     return runs / "pan-classic" / "data" / "length_ratio" / f"seed-{seed}"
 
 
+def test_predict_takes_the_genre_of_inputs_mounted_without_one(runs: Path, tmp_path: Path) -> None:
+    """Audit 8, F2: `predict --genre` (pan-classic) gives inputs whose folder names no genre the run's; a genre that
+    contradicts the corpus's own, or --genre on a task that reads types from its data, is refused before any
+    work."""
+    run_dir = seed_dir(runs, 0)
+    shutil.copytree(runs.parent / "data" / "test", tmp_path / "input", ignore=shutil.ignore_patterns("truth.txt"))
+    base = ["predict", "--system", "length_ratio", "--checkpoint", str(run_dir / "checkpoint")]
+    args = [*base, "--task", "pan-classic", "--input", str(tmp_path / "input"), "--output", str(tmp_path / "out")]
+    result = CliRunner().invoke(main, [*args, "--genre", "essay"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "answers.jsonl").read_bytes() == (run_dir / "answers.jsonl").read_bytes()
+    essays = tmp_path / "essays-corpus"
+    shutil.copytree(tmp_path / "input", essays)
+    refused = CliRunner().invoke(
+        main, [*args[:-4], "--input", str(essays), "--output", str(tmp_path / "o2"), "--genre", "novel"]
+    )
+    assert refused.exit_code == 2 and "genre 'novel' was given, but the corpus is 'essay'" in refused.output
+    pan23 = [*base, "--task", "pan23", "--input", str(tmp_path / "input"), "--output", str(tmp_path / "o3")]
+    refused = CliRunner().invoke(main, [*pan23, "--genre", "essay"])
+    assert refused.exit_code == 2 and "--genre is for --task pan-classic" in refused.output
+    assert not (tmp_path / "o2").exists() and not (tmp_path / "o3").exists()
+
+
 def leaderboard(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """`harness leaderboard ARGS` in a fresh process, as a user runs it: stdout is the table, stderr the log."""
     command = [sys.executable, "-c", "from harness.cli import main; main()", "leaderboard", *map(str, args)]

@@ -59,23 +59,10 @@ def run_cngdist(data: Path, out: Path) -> Path:
     return out / "pan23" / data.name / "cngdist" / "seed-0"
 
 
-def record(truth: Path, answers: Path, folder: Path, name: str = "submission") -> Path:
-    """`harness score --task pan23 --truth TRUTH --answers ANSWERS --record FOLDER --system-name NAME`."""
-    ok(
-        harness(
-            "score",
-            "--task",
-            "pan23",
-            "--truth",
-            truth,
-            "--answers",
-            answers,
-            "--record",
-            folder,
-            "--system-name",
-            name,
-        )
-    )
+def record(truth: Path, answers: Path, folder: Path, name: str | None = "submission", *extra: str) -> Path:
+    """`harness score --task pan23 --truth TRUTH --answers ANSWERS --record FOLDER [--system-name NAME] [EXTRA]`."""
+    named = ("--system-name", name) if name is not None else ()
+    ok(harness("score", "--task", "pan23", "--truth", truth, "--answers", answers, "--record", folder, *named, *extra))
     return folder
 
 
@@ -263,3 +250,56 @@ def test_the_truth_checksum_is_of_the_truth_content_not_its_file():
     first = next(iter(from_file))
     flipped = {**from_file, first: from_file[first]._replace(same=not from_file[first].same, authors=None)}
     assert truth_checksum(flipped) != truth_checksum(from_file)
+
+
+# ------------------------------------------------------------------------------ audit 8: records of one name
+
+
+def two_submissions(sample_run: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Two teams' answers as PAN, TIRA and `harness predict` lay them out, `<team>/answers.jsonl`: the run's own
+    answers and the same answers with every value flipped (another submission, other scores)."""
+    first, second = tmp_path / "sub" / "team-a" / "answers.jsonl", tmp_path / "sub" / "team-b" / "answers.jsonl"
+    for path in (first, second):
+        path.parent.mkdir(parents=True)
+    shutil.copy(sample_run / "answers.jsonl", first)
+    rows = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()]
+    second.write_text("".join(json.dumps({**row, "value": 1 - row["value"]}) + "\n" for row in rows), "utf-8")
+    return first, second
+
+
+def test_a_submission_recorded_without_a_name_is_named_after_its_folder(sample_run: Path, tmp_path: Path):
+    """Audit 8, F1: every `answers.jsonl` was recorded as system "answers", so two teams' records became one row, the
+    mean of their scores shown as two seeds of one system."""
+    for answers in two_submissions(sample_run, tmp_path):
+        record(SAMPLE / "test", answers, tmp_path / "rec" / answers.parent.name, None)
+    done = ok(harness("leaderboard", tmp_path / "rec"))
+    assert sorted(table_labels(done.stdout)) == ["team-a", "team-b"]
+
+
+def test_two_different_runs_of_one_name_and_seed_are_refused_not_averaged(sample_run: Path, tmp_path: Path):
+    """Audit 8, F1: two records given one --system-name (or two runs of one system on other training data) were
+    averaged as seeds of one system; a leaderboard now refuses them in one line naming both."""
+    recorded = [
+        record(SAMPLE / "test", answers, tmp_path / "rec" / answers.parent.name, name="same")
+        for answers in two_submissions(sample_run, tmp_path)
+    ]
+    done = harness("leaderboard", tmp_path / "rec")
+    line = refused(done, recorded[0] / "result.json", recorded[1] / "result.json")
+    assert "different answers" in line and "--system-name" in line
+
+
+def test_a_record_never_replaces_a_runs_result(sample_run: Path, tmp_path: Path):
+    """Audit 8, F7: `score --record RUN --overwrite` replaced a run's result.json and details.jsonl and left its
+    answers and checkpoint beside them, a folder whose files describe two things. A record's own folder is still
+    replaced in place."""
+    runs = copied_runs(sample_run, tmp_path / "runs")
+    run_dir = runs / SEED_DIR
+    before = {name: (run_dir / name).read_bytes() for name in ("result.json", "details.jsonl")}
+    answers, _ = two_submissions(sample_run, tmp_path)
+    for folder in (run_dir, run_dir / "rescored"):
+        args = ("score", "--task", "pan23", "--truth", SAMPLE / "test", "--answers", answers, "--overwrite")
+        refused(harness(*args, "--record", folder), run_dir)
+        assert not (run_dir / "rescored").exists()
+    assert {name: (run_dir / name).read_bytes() for name in before} == before
+    record(SAMPLE / "test", answers, tmp_path / "rec")
+    record(SAMPLE / "test", answers, tmp_path / "rec", "submission", "--overwrite")

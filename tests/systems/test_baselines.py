@@ -151,6 +151,9 @@ def test_loading_a_wrong_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
         CompressorBaseline.load(tmp_path / "cngdist")
     with pytest.raises(HarnessError, match="no such checkpoint folder"):
         CharNgramDistance.load(tmp_path / "nothing-here")
+    # audit 8, F6: its config.json named instead of the folder read "not a checkpoint folder (no config.json)"
+    with pytest.raises(HarnessError, match=r"config.json: a file, not a checkpoint folder; name the folder \("):
+        CharNgramDistance.load(tmp_path / "cngdist" / "config.json")
 
 
 def test_any_number_of_known_texts() -> None:

@@ -111,6 +111,22 @@ def test_cli_convert_goes_through_the_registry(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "already exist" in result.output
 
 
+@pytest.mark.parametrize("inside", ["converted", "."])
+def test_cli_convert_refuses_a_destination_in_the_corpus(tmp_path: Path, inside: str) -> None:
+    """Audit 8, F3: `convert CORPUS CORPUS/converted` was accepted, and the new folder then broke every later read of
+    the corpus ("problem folder without unknown.txt"). Refused before anything is written."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    src = small_corpus(tmp_path / "corpus")
+    before = sorted(p.relative_to(src) for p in src.rglob("*"))
+    result = CliRunner().invoke(main, ["convert", str(src), str(src / inside)])
+    assert result.exit_code == 2 and "lies in the corpus SRC" in result.output, result.output
+    assert sorted(p.relative_to(src) for p in src.rglob("*")) == before
+    assert len(PanClassicTask().load_inputs(src).problems) == 2
+
+
 def test_convert_without_truth_writes_pairs_only(tmp_path: Path) -> None:
     src = small_corpus(tmp_path / "corpus", truth=None)
     assert convert_classic_to_jsonl(src, tmp_path / "out") == 2

@@ -17,7 +17,13 @@ from helpers.paths import REPO
 from core.errors import DataError, HarnessError
 from core.records import VerificationTruth
 from harness.metrics.verification import evaluate_all
-from tasks.pan.evaluator import evaluate_answers_file, read_answers, score_answers, write_tira_outputs
+from tasks.pan.evaluator import (
+    PAN_OUT_NAMES,
+    evaluate_answers_file,
+    read_answers,
+    score_answers,
+    write_tira_outputs,
+)
 
 TRUTH = {
     "a": VerificationTruth("a", True),
@@ -179,12 +185,18 @@ def _parse_prototext(text: str) -> dict[str, float]:
 
 
 def test_writes_out_json_and_prototext(tmp_path: Path) -> None:
-    scores = score_answers({"a": 0.9, "b": 0.4, "c": 0.3, "d": 0.5}, TRUTH)
+    # with a measure of the harness's own, as `harness score --output` passes its task's scores
+    scores = {**score_answers({"a": 0.9, "b": 0.4, "c": 0.3, "d": 0.5}, TRUTH), "c_at_1_best_band": 0.75}
     write_tira_outputs(scores, tmp_path / "out")
-    assert json.loads((tmp_path / "out" / "out.json").read_text(encoding="utf-8")) == scores  # full precision
+    # audit 8, F4: PAN's evaluator's names and measures ("c@1", "F1"; not the harness's own c_at_1_best_band)
+    pan = {"auc", "c@1", "f_05_u", "F1", "brier", "overall"}
+    expected = {pan_name: scores[name] for name, pan_name in PAN_OUT_NAMES.items()}
+    assert set(expected) == pan
+    written = json.loads((tmp_path / "out" / "out.json").read_text(encoding="utf-8"))
+    assert written == expected and list(written) == ["auc", "c@1", "f_05_u", "F1", "brier", "overall"]  # full precision
     text = (tmp_path / "out" / "evaluation.prototext").read_text(encoding="utf-8")
     assert text.startswith('measure {\n  key: "auc"\n  value: "')
-    assert _parse_prototext(text) == scores
+    assert _parse_prototext(text) == expected
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["evaluation.prototext", "out.json"]
 
 
@@ -193,8 +205,10 @@ def test_evaluate_answers_file_end_to_end(tmp_path: Path, caplog: pytest.LogCapt
     with caplog.at_level(logging.WARNING, logger="harness"):
         got = evaluate_answers_file(answers, TRUTH, tmp_path / "out", profile="pan20")
     assert ["2 of 4" in line for line in warnings_logged(caplog)] == [True]
-    assert got == json.loads((tmp_path / "out" / "out.json").read_text(encoding="utf-8"))
     assert list(got) == ["auc", "c_at_1", "f1", "f_05_u", "overall"]
+    written = json.loads((tmp_path / "out" / "out.json").read_text(encoding="utf-8"))
+    assert written == {PAN_OUT_NAMES[name]: value for name, value in got.items()}
+    assert list(written) == ["auc", "c@1", "f_05_u", "F1", "overall"]  # PAN 2020's evaluator writes no brier
 
 
 @pytest.mark.parametrize(
@@ -216,7 +230,7 @@ def test_a_failed_evaluation_leaves_no_files(tmp_path: Path, lines: list[str]) -
 def test_unwritable_scores_leave_no_files(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="finite"):
         write_tira_outputs({"auc": 0.9, "brier": float("nan")}, tmp_path)
-    with pytest.raises(ValueError, match="prototext"):
+    with pytest.raises(ValueError, match="no scores"):  # only PAN's measures are written, under PAN's names
         write_tira_outputs({'a"b': 0.9}, tmp_path)
     assert list(tmp_path.iterdir()) == []
 

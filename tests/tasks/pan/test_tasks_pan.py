@@ -538,6 +538,32 @@ def test_a_corpus_whose_genre_is_unknown_is_named_in_a_warning(
     assert renamed.problems[0].discourse_types[0] == "unknown"
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert str(tmp_path / "my-copy" / "train") in warning and "discourse type unknown" in warning
+    # what the warning advises (audit 8, F2: TIRA mounts the inputs as "input"): a link named after the corpus
+    assert "a link named after its corpus" in warning
+    (tmp_path / "pan13-english-test").symlink_to(tmp_path / "my-copy" / "train")
+    linked = PanClassicTask().load_inputs(tmp_path / "pan13-english-test")
+    assert [p.discourse_types for p in linked.problems] == [p.discourse_types for p in named.problems]
+
+
+def test_classic_inputs_take_a_genre_where_the_corpus_gives_none(tmp_path: Path) -> None:
+    """Audit 8, F2: TIRA mounts a corpus as "input", whose name gives no genre, so a PAN 2013/2015 test corpus that
+    a run read as "textbook" was answered as "unknown" (siamese_bilstm: c@1 0.507 -> 0.567 on PAN13). `predict
+    --genre` gives it; it never overrides a genre the corpus gives, and a contradicting one is refused."""
+    task = PanClassicTask()
+    make_classic(tmp_path / "input", SMALL_CLASSIC, None)
+    assert {p.discourse_types for p in task.load_inputs(tmp_path / "input").problems} == {
+        ("unknown",) * 3,
+        ("unknown",) * 2,
+    }
+    given = task.load_inputs(tmp_path / "input", genre="Textbook")
+    assert [p.discourse_types for p in given.problems] == [("textbook",) * 3, ("textbook",) * 2]
+    make_classic(tmp_path / "pan13-english", SMALL_CLASSIC, None)
+    named = task.load_inputs(tmp_path / "pan13-english")
+    assert task.load_inputs(tmp_path / "pan13-english", genre="textbook").problems == named.problems == given.problems
+    with pytest.raises(HarnessError, match="genre 'dialogue' was given, but the corpus is 'textbook'"):
+        task.load_inputs(tmp_path / "pan13-english", genre="dialogue")
+    make_classic(tmp_path / "declared", SMALL_CLASSIC, None, contents=json.dumps({"genre": "Essays"}))
+    assert task.load_inputs(tmp_path / "declared", genre="essays").problems[0].discourse_types[0] == "essay"
 
 
 def test_placeholder_authors_agree_with_same() -> None:
@@ -642,6 +668,16 @@ def test_classic_missing_folders_and_files(tmp_path: Path) -> None:
     make_classic(tmp_path / "nested" / "train" / "pan14-corpus", SMALL_CLASSIC, SMALL_TRUTH)
     with pytest.raises(DataError, match="look like corpus folders: pan14-corpus"):
         task.load_inputs(tmp_path / "nested" / "train")
+
+
+def test_classic_problem_folder_names_with_white_space_are_refused(tmp_path: Path) -> None:
+    """Audit 8, F5: `predict` read a problem folder "P 02" and wrote the answers.txt line "P 02 0.74", which PAN's
+    format, and `harness score`, cannot read back ('ID value' lines split at white space)."""
+    problems = {"P01": SMALL_CLASSIC["P01"], "P 02": SMALL_CLASSIC["P02"]}
+    make_classic(tmp_path / "inputs", problems, None)
+    with pytest.raises(DataError, match="must not hold white space") as exc:
+        PanClassicTask().load_inputs(tmp_path / "inputs")
+    assert_data_error(exc, "P 02", None, None)
 
 
 def test_classic_contents_json_must_match_folders(tmp_path: Path) -> None:
