@@ -78,7 +78,7 @@ class DataLocation:
             return self.name
         if not self.split_folders:
             return _own_name(Path(self.data_dir).resolve())
-        return dataset_name(Path(self.train_dir).resolve().name, Path(self.test_dir).resolve().name)
+        return dataset_name(_split_folder_name(Path(self.train_dir)), _split_folder_name(Path(self.test_dir)))
 
     @property
     def label(self) -> str:
@@ -116,6 +116,16 @@ def recorded_name(record: Mapping[str, Any]) -> str:
 
 def _own_name(folder: Path) -> str:
     return folder.name or "root"  # `--data /` has no name of its own
+
+
+def _split_folder_name(folder: Path) -> str:
+    """A split folder's name, or its parent's where its own holds only the words every split has (`essays/train`
+    and `essays/test` are the dataset `essays`, not `train+test`, which every such dataset would share)."""
+    folder = folder.resolve()
+    generic = not any(
+        w and w.lower() not in _GENERIC_WORDS and not _DATE_PART.fullmatch(w) for w in re.split(r"[-_ ]+", folder.name)
+    )
+    return _own_name(folder.parent) if generic else folder.name
 
 
 def short_corpus_name(folder_name: str) -> str:

@@ -255,8 +255,8 @@ def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool) -> dict[str, 
     earlier = read_result(result_path)
     if earlier.get("fingerprint") != fingerprint:
         raise HarnessError(
-            f"{result_path} holds a run on other data or parameters; pass --overwrite to replace it, "
-            "or choose another --out"
+            f"{result_path} holds a run on other data or parameters; if this is another dataset, give it a name of "
+            "its own (--name), or choose another --out; --overwrite replaces that run"
         )
     logger.info("kept the existing result %s (pass --overwrite to recompute)", result_path)
     return earlier

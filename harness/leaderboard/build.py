@@ -120,16 +120,15 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     measures = [main] + [m for m in measures if m != main]
     lower = _lower_is_better(measures, first.recorded_lower_is_better)
 
-    by_system: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in runs:
-        by_system[(run.result.system_name, params_digest(run.result.system_params))].append(run)
-    names = [name for name, _ in by_system]
+    by_system = _rows_of_runs(runs)
+    names = list(dict.fromkeys((name, digest) for name, digest, _ in by_system))
     rows = []
     notes = []
-    for (name, digest), system_runs in by_system.items():
+    for (name, digest, dataset), system_runs in by_system.items():
         _refuse_two_runs_of_one_seed(name, system_runs)
-        label = name if names.count(name) == 1 else f"{name}@{digest}"
-        row = Row(label=label, runs=sorted(system_runs, key=lambda run: run.seed))
+        label = name if [n for n, _ in names].count(name) == 1 else f"{name}@{digest}"
+        label += f" ({dataset})" if dataset else ""
+        row = Row(label=label, runs=sorted(system_runs, key=lambda run: run.seed), training=dataset)
         for measure in measures:
             if measure == main:  # every run counts: one without a main score makes the row's mean NaN
                 values = [_main_score(task_name, run, main) for run in system_runs]
@@ -154,6 +153,25 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     return table
 
 
+def _rows_of_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
+    """The runs of each row: one system (name and parameters) and its seeds, keyed (name, parameters' digest, "").
+
+    Where one system's runs repeat a seed because it was fitted on other training data (a cross-genre run beside an
+    in-genre one, scored on the same test set), each training set gets a row of its own, keyed and labelled by the
+    dataset name its runs carry."""
+    by_system: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
+    for run in runs:
+        by_system[(run.result.system_name, params_digest(run.result.system_params), "")].append(run)
+    for (name, digest, _), system_runs in list(by_system.items()):
+        seeds = [run.result.seed for run in system_runs]
+        if len(set(seeds)) == len(seeds) or len({run.result.data_checksums.get("train") for run in system_runs}) < 2:
+            continue
+        del by_system[(name, digest, "")]
+        for run in system_runs:
+            by_system[(name, digest, run.result.dataset or str(run.result.data_checksums.get("train")))].append(run)
+    return by_system
+
+
 def _refuse_two_runs_of_one_seed(name: str, runs: Sequence[Run]) -> None:
     """A row is one system's seeds: two different runs with one name, parameters and seed (copies are merged before,
     see `unique_runs`) are two systems, or one trained on other data, and their mean would be no system's score."""
@@ -163,17 +181,12 @@ def _refuse_two_runs_of_one_seed(name: str, runs: Sequence[Run]) -> None:
         if other is run:
             continue
         seed = "none" if run.result.seed is None else run.result.seed
-        if other.result.data_checksums.get("train") != run.result.data_checksums.get("train"):
-            differ = "training data"
-        elif other.result.answers_checksum != run.result.answers_checksum:
-            differ = "answers"
-        else:
-            differ = "fingerprints"
+        differ = "answers" if other.result.answers_checksum != run.result.answers_checksum else "fingerprints"
         raise HarnessError(
-            f"{other.path} and {run.path} are two runs of {name!r} with the same parameters and seed ({seed}) "
-            f"on one test set, with different {differ}: a row averages one system's seeds, not different runs. "
-            "Record them under names of their own (`harness score --record ... --system-name NAME`), or leave one "
-            "out of the folders given"
+            f"{other.path} and {run.path} are two runs of {name!r} with the same parameters, seed ({seed}) and "
+            f"dataset name on one test set, with different {differ}: a row averages one system's seeds, not "
+            "different runs. Record them under names of their own (`harness score --record ... --system-name "
+            "NAME`), give runs on other data their own `--name`, or leave one out of the folders given"
         )
 
 

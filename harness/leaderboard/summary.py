@@ -108,12 +108,12 @@ def _summary(task: str, columns: Sequence[Table]) -> Summary:
                       format_samples={t.dataset_label for t in columns if t.format_sample})  # fmt: skip
     # rows in the first column's order (best first), then those not run on it in the next column's, and so on;
     # a system is one row over all columns: its name and parameters, whatever its label in one table
-    rows: dict[tuple[str, str], SummaryRow] = {}
+    rows: dict[tuple[str, str, str], SummaryRow] = {}
     published: dict[tuple[str, str], SummaryRow] = {}
     for table in columns:
         for row in table.rows:
             result = row.first_run.result
-            key = (result.system_name, params_digest(result.system_params))
+            key = (result.system_name, params_digest(result.system_params), row.training)
             summary_row = rows.setdefault(key, SummaryRow(label=""))
             summary_row.cells[table.dataset_label] = _cell(table, row)
         for row in table.published:
@@ -122,10 +122,12 @@ def _summary(task: str, columns: Sequence[Table]) -> Summary:
                     (row.label, row.source or ""), SummaryRow(row.label, source=row.source)
                 )
                 reference.cells[table.dataset_label] = Cell(row.mean[table.main], None, 0)
-    names = [name for name, _ in rows]
-    for (name, digest), row in rows.items():
-        # as the per-dataset tables label rows: the name, with the parameters' digest where two rows share it
+    names = [name for name, _ in dict.fromkeys((name, digest) for name, digest, _ in rows)]
+    for (name, digest, training), row in rows.items():
+        # as the per-dataset tables label rows: the name, with the parameters' digest where two rows share it, and
+        # the training set's dataset name where a system has a row per training set
         row.label = name if names.count(name) == 1 else f"{name}@{digest}"
+        row.label += f" ({training})" if training else ""
     summary.rows = list(rows.values())
     summary.published = list(published.values())
     return summary

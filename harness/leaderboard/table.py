@@ -17,6 +17,9 @@ class Row:
     ci: tuple[float, float] | None = None
     p_value: float | None = None  # against the best row, on the main score
     source: str | None = None  # a published result's citation; None for our runs
+    # where one system's runs on this test set were fitted on other training sets: the dataset name of this row's
+    # (build._rows_of_runs), shown after its name; "" for a system's only row
+    training: str = ""
     # the main score per discourse-type pair (over seeds), where the table has a type-pair breakdown
     pair_mean: dict[str, float] = field(default_factory=dict)
     pair_std: dict[str, float] = field(default_factory=dict)

@@ -112,15 +112,11 @@ def read_matches(path: Path) -> dict[tuple[str, str], str]:
             key = parent[key]
         return key
 
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"uid1", "market1", "uid2", "market2", "match"} - set(reader.fieldnames or ())
-        if missing:
-            raise DataError(f"missing column(s) {', '.join(sorted(missing))}", path=path, line=1)
-        for line, row in enumerate(reader, start=2):
-            first, second = (row["market1"], row["uid1"]), (row["market2"], row["uid2"])
-            if _truthy(row["match"], path, line):
-                parent[find(first)] = find(second)
+    rows, lines = _read_rows(path, ("uid1", "market1", "uid2", "market2", "match"), empty_ok=True)
+    for line, row in zip(lines, rows, strict=True):
+        first, second = (row["market1"], row["uid1"]), (row["market2"], row["uid2"])
+        if _truthy(row["match"], path, line):
+            parent[find(first)] = find(second)
     return {key: "{}:{}".format(*find(key)) for key in parent}
 
 
@@ -133,9 +129,12 @@ def _truthy(value: str, path: Path, line: int) -> bool:
     raise DataError(f"expected a boolean, got {value!r}", path=path, line=line, field="match")
 
 
-def _read_rows(path: Path) -> tuple[list[dict[str, str]], list[int]]:
-    """The rows of a SYSML csv and the line each starts on (a post may span lines); a row with fewer or more fields
-    than the header is a DataError naming its line."""
+def _read_rows(
+    path: Path, required: tuple[str, ...] = REQUIRED_COLUMNS, *, empty_ok: bool = False
+) -> tuple[list[dict[str, str]], list[int]]:
+    """The rows of a SYSML csv and the line each starts on (a post may span lines); a header without a `required`
+    column or naming one twice, and a row with fewer or more fields than the header, are DataErrors naming the
+    line."""
     if not path.is_file():
         raise DataError("file not found", path=path)
     csv.field_size_limit(1 << 30)  # posts with whole PGP keys exceed the default 128 kB
@@ -147,7 +146,11 @@ def _read_rows(path: Path) -> tuple[list[dict[str, str]], list[int]]:
         raise DataError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})", path=path, line=line) from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
-        missing = set(REQUIRED_COLUMNS) - set(reader.fieldnames or ())
+        header = list(reader.fieldnames or ())
+        twice = sorted({name for name in header if header.count(name) > 1})
+        if twice:  # DictReader would keep the last column of the name: another column's values under it
+            raise DataError(f"column(s) named twice in the header: {', '.join(twice)}", path=path, line=1)
+        missing = set(required) - set(header)
         if missing:
             raise DataError(f"missing column(s) {', '.join(sorted(missing))}", path=path, line=1)
         width = len(reader.fieldnames or ())
@@ -162,7 +165,7 @@ def _read_rows(path: Path) -> tuple[list[dict[str, str]], list[int]]:
             start = reader.line_num + 1
     except csv.Error as exc:
         raise DataError(f"not readable as CSV ({exc})", path=path, line=reader.line_num) from None
-    if not rows:
+    if not rows and not empty_ok:
         raise DataError("no rows", path=path)
     return rows, lines
 
@@ -198,10 +201,14 @@ def _read_episode_rows(path: Path, split: str, n_rows: int) -> dict[str, list[li
         for run in runs:
             if not isinstance(run, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in run):
                 raise DataError(f"author {author!r}: an episode must be a list of row numbers", path=path, field=split)
-            indices = [i for i in run if i >= 0]  # -1 pads short episodes
-            bad = [i for i in indices if i >= n_rows]
-            if bad:
-                raise DataError(f"author {author!r}: row {bad[0]} beyond the {n_rows} rows of the csv", path=path)
+            indices = [i for i in run if i != -1]  # -1 pads short episodes
+            bad = [i for i in indices if not 0 <= i < n_rows]
+            if bad:  # another negative number is no padding: SYSML's `df.iloc` would read a row from the end
+                raise DataError(
+                    f"author {author!r}: row {bad[0]} is not one of the csv's {n_rows} (0-{n_rows - 1}; -1 pads)",
+                    path=path,
+                    field=split,
+                )
             if indices:
                 kept.append(indices)
         if kept:

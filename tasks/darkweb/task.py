@@ -25,7 +25,14 @@ from harness.task import Evaluation, TaskMetadata
 from tasks.darkweb.episodes import EPISODE_LENGTHS, EpisodeIndex, EpisodeRows, episode_index, time_split_rows
 from tasks.darkweb.evaluation import DEFAULT_PROTOCOL, PROTOCOLS, evaluate_embeddings, queries_with_a_match
 from tasks.darkweb.records import DarkwebData, Episode
-from tasks.darkweb.sysml_layout import MATCHES_NAME, is_sysml_layout, market_dirs, read_market_split, read_matches
+from tasks.darkweb.sysml_layout import (
+    MATCHES_NAME,
+    MarketSplit,
+    is_sysml_layout,
+    market_dirs,
+    read_market_split,
+    read_matches,
+)
 from tasks.forum.post_table import PostRows, PostTable, open_post_table
 from tasks.forum.reader import POSTS_STEM, find_posts_file
 from tasks.forum.records import ForumPost
@@ -204,7 +211,10 @@ class DarkwebTask:
     def check_splits(self, train: DarkwebData, test: DarkwebData) -> None:
         """Refuse, before any fitting, splits this task cannot score (`harness.task.SplitCheck`): a training split
         without episodes, or a test split where no query has another episode by its author to find (too few posts
-        per author, or under the thread-disjoint protocol all of an author's episodes in the same threads)."""
+        per author, or under the thread-disjoint protocol all of an author's episodes in the same threads, or posts
+        without thread ids, which that protocol needs)."""
+        if self.protocol == "thread-disjoint":  # before the fit, not after it (audit 9: a fit was wasted)
+            _check_threads(test.episodes)
         if not len(train.episodes):
             raise DataError(
                 f"the training split has no episodes of {self.episode_length} posts by authors with at least "
@@ -369,10 +379,13 @@ class DarkwebTask:
         posts: dict[str, list[ForumPost]] = defaultdict(list)
         checksums = {}
         found = []
+        folder_of: dict[tuple[str, str], Path] = {}  # (split, market) -> the folder it was read from
+        market_of: dict[Path, str] = {}  # folder -> the market its train.csv names
         for split in SPLITS:
             files = [matches_path] if matches_path.is_file() else []
             for market_dir in market_dirs(data_dir):
                 part = read_market_split(market_dir, split, self.episode_length)
+                _check_market(part, market_dir, split, folder_of, market_of)
                 found.append(part.market)
                 if self.market is not None and part.market != self.market:
                     continue
@@ -384,6 +397,13 @@ class DarkwebTask:
             checksums[split] = sha256_files(files, root=data_dir)
         if self.market is not None and self.market not in found:
             raise HarnessError(f"market {self.market!r} not in {data_dir}; it has {', '.join(sorted(set(found)))}")
+        unknown = sorted({market for market, _ in persons} - set(found))
+        if unknown:  # a misspelt market there would make its accounts' migrant rows vanish without a word
+            raise DataError(
+                f"names market(s) {', '.join(map(repr, unknown))}, which no market's csv has (they have "
+                f"{', '.join(sorted(set(found)))})",
+                path=matches_path,
+            )
         return episodes, posts, checksums
 
     def _kept_persons(self, persons: Iterable[str]) -> set[str] | None:
@@ -466,3 +486,20 @@ def _protocol(path: Path, size: int, mtime_ns: int, episode_length: int, min_pos
 def _post_table(path: Path, size: int, mtime_ns: int) -> PostTable:
     """The posts of a file as a memory-mapped table (cached on disk by checksum), kept per process."""
     return open_post_table(path)
+
+
+def _check_market(
+    part: MarketSplit, market_dir: Path, split: str, folder_of: dict[tuple[str, str], Path], market_of: dict[Path, str]
+) -> None:
+    """One market per folder and one folder per market: a test.csv naming another market than its train.csv, or a
+    second folder of one market (a backup copy kept beside it), would otherwise be scored as a market training never
+    saw, or as every query beside its own clone."""
+    first = market_of.setdefault(market_dir, part.market)
+    if first != part.market:
+        raise DataError(
+            f"market {part.market!r} differs from {first!r}, which train.csv in the same folder names",
+            path=market_dir / f"{split}.csv",
+        )
+    other = folder_of.setdefault((split, part.market), market_dir)
+    if other != market_dir:
+        raise DataError(f"market {part.market!r} is also the market of {other}; one folder a market", path=market_dir)

@@ -20,7 +20,7 @@ from core.errors import HarnessError
 from tasks.pairs.builder import SPLITS, BuiltPairs, PairRules, draw_pairs
 from tasks.pairs.manifest import Manifest, manifest_data
 from tasks.pairs.sources import SourceRead, read_folder_texts, read_jsonl_texts, read_pan_classic_texts
-from tasks.pairs.writer import MANIFEST, Stage, check_out_dir, staged_dataset
+from tasks.pairs.writer import MANIFEST, MANIFEST_CHECKSUM, Stage, check_out_dir, manifest_checksum, staged_dataset
 
 SOURCES = ("forum", "pan-classic", "folders", "jsonl")
 # options that apply to one input only, with their defaults
@@ -120,6 +120,7 @@ def build_pairs(
         data = manifest_data(
             source=source, read=read, parameters=parameters, rules=rules, built=built, files=dict(stage.checksums)
         )
+        data[MANIFEST_CHECKSUM] = manifest_checksum(data)
         stage.write_json(MANIFEST, data)
     return Manifest(data, out_dir)
 

@@ -22,6 +22,7 @@ from core.files import file_sha256, is_write_error, staging_folder, sweeping
 STAGED_SUFFIX = ".pairs-new"  # `.OUT.XXXXXXXX.pairs-new`: the dataset being written
 SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being replaced, for a moment
 MANIFEST = "manifest.json"  # lists every other file of a build with its sha256
+MANIFEST_CHECKSUM = "manifest_checksum"  # the manifest's own, of the rest of its content (`manifest_checksum`)
 _BUFFER = 1 << 20
 
 
@@ -50,6 +51,10 @@ def _refuse_what_is_not_own(out_dir: Path, own: Iterable[str]) -> None:
     earlier = _earlier_files(out_dir)
     for relative in own:
         path = out_dir / relative
+        for folder in reversed(Path(relative).parents[:-1]):  # `train/` of train/pairs.jsonl: a file there blocks it
+            if (out_dir / folder).exists() and not (out_dir / folder).is_dir():
+                why = f"is not a folder, and the dataset's {relative} goes there"
+                raise HarnessError(f"{out_dir / folder}: {why}; move it or name another folder")
         twin = path.with_name(path.name + ".gz")
         if twin.exists() or twin.is_symlink():
             why = f"would lie beside the new {relative}, and a run could not tell which to read"
@@ -61,7 +66,10 @@ def _refuse_what_is_not_own(out_dir: Path, own: Iterable[str]) -> None:
         elif earlier is None:
             why = f"not written by harness pairs (no {MANIFEST} of a build is here), so --overwrite leaves it"
         elif relative == MANIFEST:
-            continue
+            if not _manifest_edited(out_dir):
+                continue
+            why = "changed since harness pairs wrote it (its content is not what its manifest_checksum says), so "
+            why += "--overwrite leaves it"
         elif relative not in earlier:
             why = f"not written by harness pairs ({MANIFEST} does not list it), so --overwrite leaves it"
         elif earlier[relative] != "sha256:" + file_sha256(path):
@@ -69,6 +77,21 @@ def _refuse_what_is_not_own(out_dir: Path, own: Iterable[str]) -> None:
         else:
             continue
         raise HarnessError(f"{path}: {why}; move it or name another folder")
+
+
+def manifest_checksum(data: dict[str, Any]) -> str:
+    """The checksum a manifest records of itself (`manifest_checksum`): of its content without that key, so that an
+    edited manifest (a note added by hand) is refused by --overwrite like any other edited file of a build."""
+    body = {key: value for key, value in data.items() if key != MANIFEST_CHECKSUM}
+    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _manifest_edited(out_dir: Path) -> bool:
+    """Whether a build's manifest no longer holds what the build wrote (one written before manifests recorded their
+    checksum cannot tell, and counts as unchanged)."""
+    data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))  # readable: `_earlier_files` read it
+    recorded = data.get(MANIFEST_CHECKSUM)
+    return recorded is not None and recorded != manifest_checksum(data)
 
 
 def _earlier_files(out_dir: Path) -> dict[str, str] | None:

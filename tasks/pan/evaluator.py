@@ -28,8 +28,8 @@ logger = logging.getLogger("harness")
 
 OUT_JSON = "out.json"
 PROTOTEXT = "evaluation.prototext"
-# the measures PAN's evaluators write to out.json, in their order and under their names (the harness's own names,
-# c_at_1 and f1, are valid Python identifiers); measures of the harness's own (c_at_1_best_band) stay out
+# the measures PAN's evaluators write to out.json, in their order, by the harness's name (its measure table's) ->
+# PAN's name; measures of the harness's own (c_at_1_best_band) stay out of PAN's files
 PAN_OUT_NAMES = {"auc": "auc", "c_at_1": "c@1", "f_05_u": "f_05_u", "f1": "F1", "brier": "brier", "overall": "overall"}
 
 

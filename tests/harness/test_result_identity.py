@@ -303,3 +303,27 @@ def test_a_record_never_replaces_a_runs_result(sample_run: Path, tmp_path: Path)
     assert {name: (run_dir / name).read_bytes() for name in before} == before
     record(SAMPLE / "test", answers, tmp_path / "rec")
     record(SAMPLE / "test", answers, tmp_path / "rec", "submission", "--overwrite")
+
+
+def test_one_system_fitted_on_two_training_sets_gets_a_row_for_each(sample_run: Path, tmp_path: Path):
+    """Audit 9, F8: a cross-genre run (other training data, the same test set) beside the in-genre one made every
+    table command refuse everything; each training set now has a row, labelled by its dataset's name, in the
+    leaderboard and in the summary."""
+    other = tmp_path / "other-train" / "train"
+    shutil.copytree(SAMPLE / "train", other)
+    pairs = other / "pairs.jsonl"
+    rows = [json.loads(line) for line in pairs.read_text(encoding="utf-8").splitlines()]
+    for row in rows[::2]:  # other training texts, the same problems and truth
+        row["pair"] = [text.upper() for text in row["pair"]]
+    pairs.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    runs = copied_runs(sample_run, tmp_path / "runs")
+    ok(
+        harness(
+            "run", "--system", "cngdist", "--task", "pan23", "--train", other, "--test", SAMPLE / "test", "--out", runs
+        )
+    )
+    done = ok(harness("leaderboard", runs))
+    labels = table_labels(done.stdout)
+    assert sorted(labels) == ["cngdist (other+pan23-format-sample)", "cngdist (pan23-format-sample)"], labels
+    summary = ok(harness("leaderboard", runs, "--summary", "--include-format-samples"))
+    assert "cngdist (other+pan23-format-sample)" in summary.stdout and "cngdist (pan23-format-sample)" in summary.stdout

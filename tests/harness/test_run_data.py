@@ -108,6 +108,12 @@ def test_a_data_label_is_one_safe_folder_name(tmp_path: Path) -> None:
     odd.mkdir()
     assert DataLocation(data_dir=odd).label == "my_data_v2"
     assert DataLocation(train_dir=tmp_path / "a", test_dir=tmp_path / "b").label == "a+b"
+    # audit 9, F7: split folders named only train/test were every such dataset's "train+test", so a second one
+    # collided with the first (and the refusal advised --overwrite); they take their parent's name
+    essays, novels = tmp_path / "essays", tmp_path / "novels"
+    assert DataLocation(train_dir=essays / "train", test_dir=essays / "test").label == "essays"
+    assert DataLocation(train_dir=novels / "training-corpus", test_dir=essays / "test").label == "novels+essays"
+    assert DataLocation(train_dir=SAMPLE / "train", test_dir=SAMPLE / "test").label == SAMPLE.name
     with pytest.raises(HarnessError):
         DataLocation()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -136,12 +137,30 @@ def test_migrant_linking_uses_the_matched_persons(tmp_path: Path):
     assert scores["migrant/queries"] == 1.0 + 2.0  # A_vendor's one agora episode; vendorA's two bmr episodes
 
 
+def test_a_layout_without_threads_is_refused_before_any_fit(tmp_path: Path):
+    """Audit 9, F6: without a thread_id column the default protocol refused only after the fit, and left a
+    checkpoint that the suggested rerun (another task-parameter folder) never used."""
+    from harness.runner import run
+
+    root = write_layout(tmp_path / "data")
+    for market, splits in ROWS.items():
+        for split in splits:
+            path = root / market / f"{split}.csv"
+            rows = list(csv.reader(path.open(encoding="utf-8", newline="")))
+            with path.open("w", encoding="utf-8", newline="") as handle:
+                csv.writer(handle).writerows(row[:-1] for row in rows)  # thread_id is the last column
+    out = tmp_path / "runs"
+    with pytest.raises(HarnessError, match="no thread ids .*protocol=legacy"):
+        run(system_name="episode_tfidf", task_name="darkweb", data=root, out_dir=out, task_params={"episode_length": 3})
+    assert not [path for path in out.rglob("*") if path.is_file() and not path.name.endswith(".lock")]
+
+
 def test_bad_layout_files_are_named(tmp_path: Path):
     root = write_layout(tmp_path)
     with pytest.raises(DataError, match="len_5.json"):
         DarkwebTask(episode_length=5).load(root, "train")
     (root / "bmr" / "episodes" / "len_3.json").write_text(json.dumps({"train": {"x": [[99]]}, "test": {}}))
-    with pytest.raises(DataError, match="row 99 beyond"):
+    with pytest.raises(DataError, match="row 99 is not one of the csv's 5"):
         DarkwebTask(episode_length=3).load(root, "train")
     (root / "agora" / "train.csv").write_text("cleaned_post,Date\nhi,2014-01-01\n", encoding="utf-8")
     with pytest.raises(DataError, match="missing column"):
@@ -150,6 +169,73 @@ def test_bad_layout_files_are_named(tmp_path: Path):
     bad.write_text("uid1,market1,uid2,market2,match\na,x,b,y,maybe\n", encoding="utf-8")
     with pytest.raises(DataError, match="boolean"):
         read_matches(bad)
+
+
+def test_layouts_that_were_scored_wrongly_are_refused(tmp_path: Path):
+    """Audit 9, F1-F3: each of these ran and changed the scores without a word (a row number -2 dropped, where
+    SYSML's `df.iloc` reads a row from the end; a backup copy of a market scored as a second market of one name, so
+    every query met its clone; a market name that differs between a folder's train.csv and test.csv, or that
+    matches.csv misspells, made the migrant rows vanish)."""
+    task = DarkwebTask(episode_length=3)
+    root = write_layout(tmp_path / "negative")
+    episodes = root / "bmr" / "episodes" / "len_3.json"
+    payload = json.loads(episodes.read_text(encoding="utf-8"))
+    payload["train"]["vendorA"][1] = [4, -2]
+    episodes.write_text(json.dumps(payload), encoding="utf-8")
+    with pytest.raises(DataError, match="row -2 is not one of the csv's 5") as caught:
+        task.load(root, "train")
+    assert caught.value.path == str(episodes) and caught.value.field == "train"
+
+    root = write_layout(tmp_path / "copied")
+    shutil.copytree(root / "bmr", root / "bmr_backup")
+    with pytest.raises(DataError, match="market 'bmr' is also the market of .*bmr; one folder a market"):
+        task.load(root, "train")
+
+    root = write_layout(tmp_path / "renamed")
+    test_csv = root / "agora" / "test.csv"
+    test_csv.write_text(test_csv.read_text(encoding="utf-8").replace(",agora,", ",agora2,"), encoding="utf-8")
+    with pytest.raises(DataError, match="market 'agora2' differs from 'agora'") as caught:
+        task.load(root, "train")
+    assert caught.value.path == str(test_csv)
+
+    root = write_layout(tmp_path / "misspelt")
+    matches = root / "matches.csv"
+    matches.write_text(matches.read_text(encoding="utf-8").replace(",bmr,", ",BMR,"), encoding="utf-8")
+    with pytest.raises(DataError, match="names market.s. 'BMR', which no market's csv has") as caught:
+        task.load(root, "train")
+    assert caught.value.path == str(matches)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b"a,bmr", "2 field.s. where the header has 5"),  # was an AttributeError traceback
+        (b"a,bmr,b,agora,1,extra", "6 field.s. where the header has 5"),  # was accepted
+        (b"a\xff,bmr,b,agora,1", "not valid UTF-8"),  # was a UnicodeDecodeError traceback
+    ],
+)
+def test_a_bad_matches_line_is_named(tmp_path: Path, line: bytes, message: str):
+    """Audit 9, F4: matches.csv was read without the checks train.csv and test.csv get."""
+    matches = write_layout(tmp_path) / "matches.csv"
+    matches.write_bytes(matches.read_bytes() + line + b"\n")
+    with pytest.raises(DataError, match=message) as caught:
+        read_matches(matches)
+    assert caught.value.line == 4 and caught.value.path == str(matches)
+
+
+def test_a_matches_file_with_a_byte_order_mark_and_a_header_naming_a_column_twice(tmp_path: Path):
+    """Audit 9, F4 and F5: matches.csv with a BOM (as Excel writes) was "missing column(s) uid1"; a header naming a
+    column twice read another column's values under that name ("market 'vendorA' differs ...")."""
+    root = write_layout(tmp_path)
+    matches = root / "matches.csv"
+    plain = read_matches(matches)
+    matches.write_bytes(b"\xef\xbb\xbf" + matches.read_bytes())
+    assert read_matches(matches) == plain
+    train = root / "bmr" / "train.csv"
+    train.write_text(train.read_text(encoding="utf-8").replace(",author,", ",market,", 1), encoding="utf-8")
+    with pytest.raises(DataError, match="column.s. named twice in the header: market") as caught:
+        DarkwebTask(episode_length=3).load(root, "train")
+    assert caught.value.line == 1 and caught.value.path == str(train)
 
 
 def test_a_byte_order_mark_is_read_past_and_bad_bytes_are_named_by_line(tmp_path: Path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -457,6 +458,11 @@ def _edited_since(out: Path) -> None:  # the builder's own earlier file, edited 
     (out / "test" / "truth.jsonl").write_text("{}\n", encoding="utf-8")
 
 
+def _manifest_edited(out: Path) -> None:  # audit 9, F9: a note added to the manifest was lost to --overwrite
+    data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    (out / "manifest.json").write_text(json.dumps({**data, "my_notes": "important"}), encoding="utf-8")
+
+
 def _not_listed(out: Path) -> None:  # files the earlier build's manifest does not list
     (out / "manifest.json").write_text('{"source": {}, "files": {}}', encoding="utf-8")
 
@@ -466,6 +472,7 @@ def _not_listed(out: Path) -> None:  # files the earlier build's manifest does n
     [
         (_a_users_own_dataset, "not written by harness pairs (no manifest.json of a build is here)"),
         (_edited_since, "changed since harness pairs wrote it"),
+        (_manifest_edited, "manifest.json: changed since harness pairs wrote it"),
         (_not_listed, "not written by harness pairs (manifest.json does not list it)"),
     ],
 )
@@ -494,6 +501,16 @@ def test_overwrite_refuses_a_compressed_twin_and_a_folder_where_a_file_goes(tmp_
     with pytest.raises(HarnessError, match="is not a file, and the dataset's test/pairs.jsonl goes there"):
         build_pairs("jsonl", source, out, pairs=8, overwrite=True)
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["test", "test/pairs.jsonl", "train"]
+    # audit 9, F10: a file where a split's folder goes was "cannot be written: File exists", after the other split's
+    # folder had been made
+    (out / "test" / "pairs.jsonl").rmdir()
+    (out / "test").rmdir()
+    shutil.rmtree(out / "train")
+    (out / "train").write_text("mine", encoding="utf-8")
+    with pytest.raises(HarnessError) as exc:
+        build_pairs("jsonl", source, out, pairs=8, overwrite=True)
+    assert one_line(exc).startswith(f"{out / 'train'}: is not a folder, and the dataset's train/")
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["train"]
 
 
 def test_a_pan_classic_corpus_without_a_genre_is_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
