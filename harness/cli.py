@@ -541,14 +541,20 @@ def record_name(answers_path: Path) -> str:
     show_default=True,
     help="Layout of SRC (the registry's converters).",
 )
+@click.option(
+    "--genre",
+    help="The corpus's genre where neither its contents.json nor its folder's name gives one (PAN 2013 and 2015 "
+    "declare none), e.g. textbook (PAN13 English), dialogue (PAN15 English).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace existing outputs in DST.")
-def convert_cmd(src: Path, dst: Path, source_format: str, overwrite: bool) -> None:
+def convert_cmd(src: Path, dst: Path, source_format: str, genre: str | None, overwrite: bool) -> None:
     """Convert a dataset folder to another task's layout (e.g. a PAN 2013-2015 corpus folder to PAN 2020-2023 jsonl)."""
     _check_output_folder(dst, "DST")
     if dst.resolve() == src.resolve() or src.resolve() in dst.resolve().parents:
         # a folder written into a corpus is read back as one of its problem folders (without unknown.txt)
         raise HarnessError(f"DST {dst} is or lies in the corpus SRC {src}; name a folder outside it")
-    count = registry.converter(source_format)(src, dst, overwrite=overwrite)
+    given = {"genre": genre} if genre is not None else {}  # PAN 2013-2015 corpora's (the one converter's) option
+    count = registry.converter(source_format)(src, dst, overwrite=overwrite, **given)
     click.echo(f"converted {count} problems from {src} to {dst}")
 
 

@@ -74,8 +74,11 @@ def _pair_row(problem: VerificationProblem) -> dict[str, object]:
     return row
 
 
-def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -> int:
+def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False, genre: str | None = None) -> int:
     """Convert the PAN 2013-2015 corpus folder `src` into `dst/pairs.jsonl` (+ `dst/truth.jsonl`).
+
+    `genre` is the corpus's genre (the texts' discourse type) where neither its contents.json nor its folder's name
+    gives one (see `read_classic_corpus`).
 
     Returns the number of problems converted. Existing outputs in `dst` (pairs.jsonl, truth.jsonl or
     their .gz twins) are a HarnessError unless `overwrite` is true; with it, the files convert writes are
@@ -101,7 +104,7 @@ def convert_classic_to_jsonl(src: Path, dst: Path, *, overwrite: bool = False) -
         if not path.is_file():
             raise HarnessError(f"{path}: is not a file, and the converted {path.name} goes there; {_KEEP_OR_MOVE}")
 
-    problems, _ = read_classic_corpus(src)
+    problems, _ = read_classic_corpus(src, genre=genre)
     truth = None
     if truth_path.is_file():
         truth, lines = read_classic_truth(truth_path)

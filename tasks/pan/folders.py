@@ -238,9 +238,9 @@ def warn_of_unknown_genre(problems: Sequence[VerificationProblem], corpus_dir: P
             "%s: discourse type unknown (no \"genre\" in a contents.json, no genre in the folder's or its parent's "
             "name: essay, novel, or pan13/pan15 for English corpora), so per-type rows read unknown+unknown, and a "
             "system fitted on a known genre may answer otherwise than on the corpus under its own name (a system "
-            "that routes by type sends unknown types to its general model); to give the genre, `harness predict "
-            "--genre GENRE`, or read the folder through a link named after its corpus (pan15-english-test -> this "
-            "folder)",
+            "that routes by type sends unknown types to its general model); to give the genre, `--genre GENRE` "
+            "(predict, convert), or read the folder through a link named after its corpus (pan15-english-test -> "
+            "this folder)",
             corpus_dir,
         )
 

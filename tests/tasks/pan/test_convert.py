@@ -127,6 +127,25 @@ def test_cli_convert_refuses_a_destination_in_the_corpus(tmp_path: Path, inside:
     assert len(PanClassicTask().load_inputs(src).problems) == 2
 
 
+def test_cli_convert_takes_the_genre_a_corpus_does_not_give(tmp_path: Path) -> None:
+    """Audit 8, F2's other path: a PAN 2013/2015 corpus under a name without its genre converted as "unknown"."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    src = small_corpus(tmp_path / "corpus")
+    (src / "contents.json").write_text(json.dumps({"language": "english"}), encoding="utf-8")  # no genre
+    result = CliRunner().invoke(main, ["convert", str(src), str(tmp_path / "out"), "--genre", "dialogue"])
+    assert result.exit_code == 0, result.output
+    problems = Pan23Task().load_inputs(tmp_path / "out").problems
+    assert {t for p in problems for t in p.discourse_types} == {"dialogue"}
+    renamed = tmp_path / "essays-corpus"
+    src.rename(renamed)
+    result = CliRunner().invoke(main, ["convert", str(renamed), str(tmp_path / "out2"), "--genre", "dialogue"])
+    assert result.exit_code == 2 and "genre 'dialogue' was given, but the corpus is 'essay'" in result.output
+    assert not (tmp_path / "out2").exists()
+
+
 def test_convert_without_truth_writes_pairs_only(tmp_path: Path) -> None:
     src = small_corpus(tmp_path / "corpus", truth=None)
     assert convert_classic_to_jsonl(src, tmp_path / "out") == 2
