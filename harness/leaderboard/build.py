@@ -156,15 +156,15 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
 def _rows_of_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
     """The runs of each row: one system (name and parameters) and its seeds, keyed (name, parameters' digest, "").
 
-    Where one system's runs repeat a seed because it was fitted on other training data (a cross-genre run beside an
-    in-genre one, scored on the same test set), each training set gets a row of its own, keyed and labelled by the
-    dataset name its runs carry."""
+    Where one system was fitted on other training data and scored on the same test set (a cross-genre run beside an
+    in-genre one), each training set gets a row of its own, keyed and labelled by the dataset name its runs carry:
+    its seeds are not the other's."""
     by_system: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
     for run in runs:
         by_system[(run.result.system_name, params_digest(run.result.system_params), "")].append(run)
     for (name, digest, _), system_runs in list(by_system.items()):
-        seeds = [run.result.seed for run in system_runs]
-        if len(set(seeds)) == len(seeds) or len({run.result.data_checksums.get("train") for run in system_runs}) < 2:
+        trained_on = {run.result.data_checksums.get("train") for run in system_runs}
+        if len(trained_on) < 2 or len({run.result.dataset for run in system_runs}) < 2:
             continue
         del by_system[(name, digest, "")]
         for run in system_runs:
