@@ -357,18 +357,29 @@ def enclosing_run_folder(path: Path, runs: Iterable[Path] = (), *, records: bool
     result with its details (not a result.json alone, a name other tools use too), or one of `runs`, folders known
     to hold a run (those whose results a leaderboard reads, details or not).
 
-    With `records=False` a recorded result (`score --record`: a result and its details, no answers file and no
-    checkpoint) is not taken for a run, so a record may be replaced in place; a `harness run`'s folder still is.
+    With `records=False` a recorded result (`score --record`'s, which says it was recorded from a truth file) is not
+    taken for a run, so a record may be replaced in place, also beside the answers file it was recorded from; a
+    `harness run`'s folder still is.
     """
     path = Path(path).absolute()
     known = {Path(folder).resolve() for folder in runs}  # resolved: a run read through a link is the same run
     for folder in (path, *path.parents):
         finished = (folder / RESULT_NAME).is_file() and (folder / DETAILS_NAME).is_file()
         if finished and not records:
-            finished = (folder / ANSWERS_NAME).is_file() or (folder / CHECKPOINT_NAME).is_dir()
+            finished = not _is_record(folder / RESULT_NAME)
         if finished or (folder / FIT_FINGERPRINT_NAME).is_file() or (known and folder.resolve() in known):
             return folder
     return None
+
+
+def _is_record(result_path: Path) -> bool:
+    """Whether a result.json is a record of answers made elsewhere (`task.data.test.truth_only`, which
+    `harness score --record` writes), not a run's; an unreadable one counts as a run's, to be safe."""
+    try:
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+        return result["task"]["data"]["test"]["truth_only"] is True
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _carry_over(set_aside: Path, run_dir: Path) -> None:

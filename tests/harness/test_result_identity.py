@@ -303,6 +303,9 @@ def test_a_record_never_replaces_a_runs_result(sample_run: Path, tmp_path: Path)
     assert {name: (run_dir / name).read_bytes() for name in before} == before
     record(SAMPLE / "test", answers, tmp_path / "rec")
     record(SAMPLE / "test", answers, tmp_path / "rec", "submission", "--overwrite")
+    # a submission recorded into its own folder, beside its answers.jsonl, is re-recorded there too
+    record(SAMPLE / "test", answers, answers.parent)
+    record(SAMPLE / "test", answers, answers.parent, "submission", "--overwrite")
 
 
 def test_one_system_fitted_on_two_training_sets_gets_a_row_for_each(sample_run: Path, tmp_path: Path):
