@@ -99,7 +99,8 @@ class DarkwebTask:
             "migrant_heldout": (
                 "the migrant queries whose two accounts training did not tie together (a CROSS label of "
                 "multitask=true training), links a model cannot have memorised; single-task training (the default, "
-                "multitask=false) ties no accounts, so there every migrant is held out and this row equals migrant"
+                "multitask=false) ties no accounts, so there every migrant is held out and this row equals migrant; "
+                "under protocol=legacy, the migrants outside the cross_share hash instead"
             ),
         },
         ranking_rows={"set": "within"},  # the headline R@k pools the within-market queries, not the migrants
@@ -190,13 +191,19 @@ class DarkwebTask:
         migrants, held_out = asked("migrant/"), asked("migrant_heldout/")
         if not migrants:
             return ()
+        legacy = f"(protocol=legacy, cross_share={self.cross_share})"
         if held_out == 0:
+            if self.protocol == "legacy":
+                return (f"no migrant_heldout row: every test migrant falls inside the cross_share hash {legacy}",)
             return ("no migrant_heldout row: training tied every test migrant's two accounts together",)
         if held_out < migrants:
-            return (
-                f"migrant_heldout scores {held_out} of the {migrants} migrant queries: those whose two accounts "
-                "training did not tie together",
+            # under legacy the hash decides, not training (audit 9: the note said training did)
+            which = (
+                f"those outside the cross_share hash {legacy}"
+                if self.protocol == "legacy"
+                else "those whose two accounts training did not tie together"
             )
+            return (f"migrant_heldout scores {held_out} of the {migrants} migrant queries: {which}",)
         if self.protocol == "legacy":
             why = f"every migrant falls outside the cross_share hash (protocol=legacy, cross_share={self.cross_share})"
         elif not self.multitask:

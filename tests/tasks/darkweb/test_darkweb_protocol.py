@@ -319,6 +319,17 @@ def test_migrant_notes_name_the_setting_that_makes_the_rows_equal(tmp_path: Path
     assert single.startswith("migrant_heldout equals migrant: single-task training (multitask=false)")
     (legacy,) = DarkwebTask(cross_share=0.1, protocol="legacy").evaluate(emb, test).notes
     assert legacy.startswith("migrant_heldout equals migrant: every migrant falls outside the cross_share hash")
+    # audit 9, C1: under legacy the hash decides which are held out, not training, which the notes said
+    (some,) = DarkwebTask(cross_share=0.9, protocol="legacy").evaluate(emb, test).notes
+    assert some == (
+        "migrant_heldout scores 12 of the 24 migrant queries: those outside the cross_share hash "
+        "(protocol=legacy, cross_share=0.9)"
+    )
+    (none,) = DarkwebTask(cross_share=1.0, protocol="legacy").evaluate(emb, test).notes
+    assert none == (
+        "no migrant_heldout row: every test migrant falls inside the cross_share hash (protocol=legacy, "
+        "cross_share=1.0)"
+    )
     # multitask training that linked some migrants: the rows differ, and the note says how many are held out
     linked, one_market = names_by_hash(0.5, True, 2)
     both = ("train", "test")
