@@ -104,8 +104,8 @@ def _check_output_folder(
     The nearest existing folder on the way is what `mkdir -p` starts from, so that is the one checked. Nor may it be
     or lie in a run's folder (one of `runs` too): a rerun replaces the run's checkpoint folder whole, and what another
     command wrote into it would go with it; nor would a run's result and details, replaced by a record, describe the
-    answers and checkpoint left beside them. With `record_folder_ok` a record's own folder (`score --record`'s, no
-    answers file or checkpoint) is fine: a record is replaced in place with --overwrite. Where the
+    answers and checkpoint left beside them. With `record_folder_ok` a record's own folder (`score --record`'s: its
+    result says it was recorded from a truth file) is fine: a record is replaced in place with --overwrite. Where the
     folder is that of `file`, the one file the command writes, the messages name the file.
     """
     from harness.runner import enclosing_run_folder

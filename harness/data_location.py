@@ -122,19 +122,20 @@ def _split_folder_name(folder: Path) -> str:
     """A split folder's name, or its parent's where its own holds only the words every split has (`essays/train`
     and `essays/test` are the dataset `essays`, not `train+test`, which every such dataset would share)."""
     folder = folder.resolve()
-    generic = not any(
-        w and w.lower() not in _GENERIC_WORDS and not _DATE_PART.fullmatch(w) for w in re.split(r"[-_ ]+", folder.name)
-    )
-    return _own_name(folder.parent) if generic else folder.name
+    return folder.name if _distinctive_words(folder.name) else _own_name(folder.parent)
+
+
+def _distinctive_words(folder_name: str) -> list[str]:
+    """The words of a folder's name that say which corpus it is: not those every PAN folder has, nor its date."""
+    words = re.split(r"[-_ ]+", folder_name)
+    return [w for w in words if w and w.lower() not in _GENERIC_WORDS and not _DATE_PART.fullmatch(w)]
 
 
 def short_corpus_name(folder_name: str) -> str:
     """A corpus folder's name without the words every PAN folder has and without its date:
     `pan15-authorship-verification-training-dataset-english-2015-04-19` -> `pan15-english`. A name that would
     be left empty is kept whole."""
-    words = re.split(r"[-_ ]+", folder_name)
-    kept = [w for w in words if w and w.lower() not in _GENERIC_WORDS and not _DATE_PART.fullmatch(w)]
-    return "-".join(kept) or folder_name
+    return "-".join(_distinctive_words(folder_name)) or folder_name
 
 
 def dataset_name(train_folder: str, test_folder: str) -> str:

@@ -53,6 +53,7 @@ from harness.results import (
     write_details,
     write_result_file,
 )
+from harness.run_result import read_run_result
 from harness.runtime import load_like
 from harness.seeding import seed_everything
 from harness.system import constructor_params
@@ -373,12 +374,11 @@ def enclosing_run_folder(path: Path, runs: Iterable[Path] = (), *, records: bool
 
 
 def _is_record(result_path: Path) -> bool:
-    """Whether a result.json is a record of answers made elsewhere (`task.data.test.truth_only`, which
+    """Whether a result.json is a record of answers made elsewhere (`RunResult.test_truth_only`, which
     `harness score --record` writes), not a run's; an unreadable one counts as a run's, to be safe."""
     try:
-        result = json.loads(result_path.read_text(encoding="utf-8"))
-        return result["task"]["data"]["test"]["truth_only"] is True
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return read_run_result(result_path).test_truth_only
+    except HarnessError:
         return False
 
 

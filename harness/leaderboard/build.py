@@ -11,8 +11,8 @@ import hashlib
 import json
 import logging
 import math
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -121,14 +121,13 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     lower = _lower_is_better(measures, first.recorded_lower_is_better)
 
     by_system = _rows_of_runs(runs)
-    names = list(dict.fromkeys((name, digest) for name, digest, _ in by_system))
+    labels = row_labels(by_system)
     rows = []
     notes = []
-    for (name, digest, dataset), system_runs in by_system.items():
+    for key, system_runs in by_system.items():
+        name, _, dataset = key
         _refuse_two_runs_of_one_seed(name, system_runs)
-        label = name if [n for n, _ in names].count(name) == 1 else f"{name}@{digest}"
-        label += f" ({dataset})" if dataset else ""
-        row = Row(label=label, runs=sorted(system_runs, key=lambda run: run.seed), training=dataset)
+        row = Row(label=labels[key], runs=sorted(system_runs, key=lambda run: run.seed), training=dataset)
         for measure in measures:
             if measure == main:  # every run counts: one without a main score makes the row's mean NaN
                 values = [_main_score(task_name, run, main) for run in system_runs]
@@ -170,6 +169,19 @@ def _rows_of_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
         for run in system_runs:
             by_system[(name, digest, run.result.dataset or str(run.result.data_checksums.get("train")))].append(run)
     return by_system
+
+
+def row_labels(keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
+    """Each row's label, by its key (name, parameters' digest, training set's dataset name): the name, with the
+    digest where two parameter settings share the name, and the dataset name where a system has a row per training
+    set. The summary labels its rows by the same rule."""
+    keys = list(keys)
+    settings = Counter(name for name, _ in dict.fromkeys((name, digest) for name, digest, _ in keys))
+    return {
+        (name, digest, training): (name if settings[name] == 1 else f"{name}@{digest}")
+        + (f" ({training})" if training else "")
+        for name, digest, training in keys
+    }
 
 
 def _refuse_two_runs_of_one_seed(name: str, runs: Sequence[Run]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.errors import HarnessError
 from harness.leaderboard import escape
-from harness.leaderboard.build import params_digest
+from harness.leaderboard.build import params_digest, row_labels
 from harness.leaderboard.cells import measure_label
 from harness.leaderboard.formats import FORMATS
 from harness.leaderboard.table import Row, Table
@@ -122,12 +122,9 @@ def _summary(task: str, columns: Sequence[Table]) -> Summary:
                     (row.label, row.source or ""), SummaryRow(row.label, source=row.source)
                 )
                 reference.cells[table.dataset_label] = Cell(row.mean[table.main], None, 0)
-    names = [name for name, _ in dict.fromkeys((name, digest) for name, digest, _ in rows)]
-    for (name, digest, training), row in rows.items():
-        # as the per-dataset tables label rows: the name, with the parameters' digest where two rows share it, and
-        # the training set's dataset name where a system has a row per training set
-        row.label = name if names.count(name) == 1 else f"{name}@{digest}"
-        row.label += f" ({training})" if training else ""
+    labels = row_labels(rows)  # as the per-dataset tables label rows
+    for key, row in rows.items():
+        row.label = labels[key]
     summary.rows = list(rows.values())
     summary.published = list(published.values())
     return summary

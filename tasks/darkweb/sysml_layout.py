@@ -153,7 +153,7 @@ def _read_rows(
         missing = set(required) - set(header)
         if missing:
             raise DataError(f"missing column(s) {', '.join(sorted(missing))}", path=path, line=1)
-        width = len(reader.fieldnames or ())
+        width = len(header)
         rows, lines = [], []
         start = reader.line_num + 1
         for row in reader:

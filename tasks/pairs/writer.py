@@ -48,7 +48,7 @@ def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = (), o
 def _refuse_what_is_not_own(out_dir: Path, own: Iterable[str]) -> None:
     """Each of the builder's names in `out_dir` must hold its earlier output, unchanged, or nothing; and no `.gz`
     twin may lie beside one, since a reader given both would not know which to read."""
-    earlier = _earlier_files(out_dir)
+    earlier = _earlier_manifest(out_dir)
     for relative in own:
         path = out_dir / relative
         for folder in reversed(Path(relative).parents[:-1]):  # `train/` of train/pairs.jsonl: a file there blocks it
@@ -66,13 +66,13 @@ def _refuse_what_is_not_own(out_dir: Path, own: Iterable[str]) -> None:
         elif earlier is None:
             why = f"not written by harness pairs (no {MANIFEST} of a build is here), so --overwrite leaves it"
         elif relative == MANIFEST:
-            if not _manifest_edited(out_dir):
+            if not _manifest_edited(earlier):
                 continue
             why = "changed since harness pairs wrote it (its content is not what its manifest_checksum says), so "
             why += "--overwrite leaves it"
-        elif relative not in earlier:
+        elif relative not in earlier["files"]:
             why = f"not written by harness pairs ({MANIFEST} does not list it), so --overwrite leaves it"
-        elif earlier[relative] != "sha256:" + file_sha256(path):
+        elif earlier["files"][relative] != "sha256:" + file_sha256(path):
             why = f"changed since harness pairs wrote it (its sha256 is not {MANIFEST}'s), so --overwrite leaves it"
         else:
             continue
@@ -86,22 +86,22 @@ def manifest_checksum(data: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def _manifest_edited(out_dir: Path) -> bool:
+def _manifest_edited(manifest: dict[str, Any]) -> bool:
     """Whether a build's manifest no longer holds what the build wrote (one written before manifests recorded their
     checksum cannot tell, and counts as unchanged)."""
-    data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))  # readable: `_earlier_files` read it
-    recorded = data.get(MANIFEST_CHECKSUM)
-    return recorded is not None and recorded != manifest_checksum(data)
+    recorded = manifest.get(MANIFEST_CHECKSUM)
+    return recorded is not None and recorded != manifest_checksum(manifest)
 
 
-def _earlier_files(out_dir: Path) -> dict[str, str] | None:
-    """The files an earlier build's manifest lists, with their checksums; None where there is no such manifest."""
+def _earlier_manifest(out_dir: Path) -> dict[str, Any] | None:
+    """An earlier build's manifest: its "files" map each file it wrote to its checksum; None where there is no such
+    manifest."""
     try:
         data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     files = data.get("files") if isinstance(data, dict) else None
-    return files if isinstance(files, dict) and "source" in data else None
+    return data if isinstance(files, dict) and "source" in data else None
 
 
 class Stage:

@@ -105,6 +105,13 @@ def placeholder_authors(problem_id: str, same: bool) -> tuple[str, str]:
     return f"{problem_id}-known", f"{problem_id}-known" if same else f"{problem_id}-unknown"
 
 
+def _normalised_genre(name: str) -> str:
+    """A genre as the corpora and users write it (`Essays`, `novels`) in the harness's name (CLASSIC_GENRES), else
+    lower-cased."""
+    key = name.strip().lower()
+    return CLASSIC_GENRES.get(key, key)
+
+
 def classic_genre(corpus_dir: Path, contents: Mapping[str, Any] | None = None) -> str:
     """The discourse type of a PAN 2013-2015 corpus folder.
 
@@ -116,8 +123,7 @@ def classic_genre(corpus_dir: Path, contents: Mapping[str, Any] | None = None) -
     contents = contents or {}
     declared = contents.get("genre")
     if isinstance(declared, str) and declared.strip():
-        key = declared.strip().lower()
-        return CLASSIC_GENRES.get(key, key)
+        return _normalised_genre(declared)
     corpus_dir = Path(corpus_dir)
     resolved = corpus_dir.resolve()
     names = [n.lower() for n in (corpus_dir.name, corpus_dir.parent.name, resolved.name, resolved.parent.name)]
@@ -192,7 +198,7 @@ def read_classic_corpus(
         raise DataError("corpus folder not found", path=corpus_dir)
     contents, contents_path = _read_contents(corpus_dir)
     found = classic_genre(corpus_dir, contents)
-    given = None if genre is None else CLASSIC_GENRES.get(genre.strip().lower(), genre.strip().lower())
+    given = None if genre is None else _normalised_genre(genre)
     if given is not None and found not in (UNKNOWN_GENRE, given):
         raise HarnessError(
             f"{corpus_dir}: genre {given!r} was given, but the corpus is {found!r} (from its contents.json or its "
