@@ -596,6 +596,12 @@ def convert_cmd(src: Path, dst: Path, source_format: str, genre: str | None, ove
 @click.option("--pattern", help="folders: regex over relative paths, named groups author, discourse_type[, topic].")
 @click.option("--encoding", help="folders: text encoding (default utf-8; CMCC is cp1252).")
 @click.option(
+    "--genre",
+    multiple=True,
+    help="pan-classic: the genre (discourse type) of a corpus whose contents.json and folder name give none; once "
+    "for every INPUT or once per INPUT, in order.",
+)
+@click.option(
     "--overwrite",
     is_flag=True,
     help="Replace the files an earlier build wrote in OUT_DIR, unchanged since (nothing else; other files there "

@@ -55,6 +55,7 @@ def build_pairs(
     max_chars: int | None = None,
     pattern: str | None = None,
     encoding: str | None = None,
+    genre: Sequence[str] = (),
 ) -> Manifest:
     """Build a train/test verification dataset from `input` into `out_dir`; see the module doc and builder.py.
 
@@ -70,6 +71,8 @@ def build_pairs(
     join ("post", "thread", "type"), max_chars (length a joined text stays within; longer posts are cut).
     Folders only: pattern (regex over paths relative to input, named groups author and discourse_type,
     optional topic, group, community; default AUTHOR/DISCOURSE_TYPE/NAME.txt) and encoding (default utf-8).
+    PAN 2013-2015 corpora only: genre, the genre of each input whose contents.json and folder name give none (one
+    value for every input, or one per input in order; a genre that contradicts the one found is refused).
 
     Bad input is a one-line DataError naming file, line and field; a bad parameter a HarnessError; either way
     nothing is written. A non-empty `out_dir` is refused unless `overwrite`, which replaces only the
@@ -81,6 +84,7 @@ def build_pairs(
     given_folder = {"pattern": pattern, "encoding": encoding}
     _refuse_foreign(source, "forum", given)
     _refuse_foreign(source, "folders", given_folder)
+    _refuse_foreign(source, "pan-classic", {"genre": tuple(genre) or None})
     options = {k: v if v is not None else FORUM_OPTIONS[k] for k, v in given.items()} if source == "forum" else {}
     if source == "folders":
         options = {k: v if v is not None else FOLDER_OPTIONS[k] for k, v in given_folder.items()}
@@ -98,6 +102,8 @@ def build_pairs(
     inputs = [Path(p) for p in input] if isinstance(input, (list, tuple)) else [Path(input)]
     if len(inputs) != 1 and source != "pan-classic":
         raise HarnessError(f"{source} reads one input, got {len(inputs)}")
+    if genre:
+        options["genre"] = _genre_per_input(tuple(genre), inputs)
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite, inputs, own=DATASET_FILES)
 
@@ -131,13 +137,25 @@ def _refuse_foreign(source: str, owner: str, given: dict[str, Any]) -> None:
         raise HarnessError(f"{', '.join(foreign)} appl{'ies' if len(foreign) == 1 else 'y'} to {owner} input only")
 
 
+def _genre_per_input(genre: tuple[str, ...], inputs: list[Path]) -> list[str]:
+    """One genre for every input, or one per input in their order, in the harness's spelling (`Essays` -> essay)."""
+    from tasks.pan.folders import normalised_genre
+
+    if len(genre) not in (1, len(inputs)):
+        raise HarnessError(
+            f"--genre given {len(genre)} times for {len(inputs)} inputs: give it once (every input) or once per "
+            "input, in the inputs' order"
+        )
+    return [normalised_genre(name) for name in genre] * (len(inputs) // len(genre))
+
+
 def _read(source: str, inputs: list[Path], options: dict[str, Any]) -> SourceRead:
     if source == "forum":
         from tasks.pairs.forum_texts import read_forum_texts
 
         return read_forum_texts(inputs[0], **options)
     if source == "pan-classic":
-        return read_pan_classic_texts(inputs)
+        return read_pan_classic_texts(inputs, genres=options.get("genre"))
     if source == "folders":
         return read_folder_texts(inputs[0], **options)
     return read_jsonl_texts(inputs[0])

@@ -222,10 +222,11 @@ PAN_CLASSIC_AUTHORS = (
 )
 
 
-def read_pan_classic_texts(corpus_dirs: Sequence[Path]) -> SourceRead:
+def read_pan_classic_texts(corpus_dirs: Sequence[Path], *, genres: Sequence[str] | None = None) -> SourceRead:
     """The texts of one or several PAN 2013-2015 corpus folders (each with its truth.txt), one per distinct text.
 
-    The corpus genre (`classic_genre`) is the discourse type. A text found in several problems (PAN14
+    The corpus genre (`classic_genre`, else the corpus's entry in `genres`: `harness pairs --genre`) is the
+    discourse type. A text found in several problems (PAN14
     reuses texts, even across train and test) is one text whose groups are all those problems, so no
     same-author pair takes both texts from one problem and no text lands in two splits.
     """
@@ -237,9 +238,9 @@ def read_pan_classic_texts(corpus_dirs: Sequence[Path]) -> SourceRead:
     found: list[dict] = []  # per distinct text: text, genre, node, problems, origin
     inputs: list[dict[str, str]] = []
     corpora: list[tuple[Sequence[VerificationProblem], Path]] = []  # read whole, before any genre warning
-    for corpus_dir in corpus_dirs:
+    for index, corpus_dir in enumerate(corpus_dirs):
         corpus_dir = Path(corpus_dir)
-        problems, files = read_classic_corpus(corpus_dir)
+        problems, files = read_classic_corpus(corpus_dir, genre=genres[index] if genres else None)
         truth_path = corpus_dir / "truth.txt"
         truth, _ = read_classic_truth(truth_path)
         corpora.append((problems, corpus_dir))

@@ -105,7 +105,7 @@ def placeholder_authors(problem_id: str, same: bool) -> tuple[str, str]:
     return f"{problem_id}-known", f"{problem_id}-known" if same else f"{problem_id}-unknown"
 
 
-def _normalised_genre(name: str) -> str:
+def normalised_genre(name: str) -> str:
     """A genre as the corpora and users write it (`Essays`, `novels`) in the harness's name (CLASSIC_GENRES), else
     lower-cased."""
     key = name.strip().lower()
@@ -123,7 +123,7 @@ def classic_genre(corpus_dir: Path, contents: Mapping[str, Any] | None = None) -
     contents = contents or {}
     declared = contents.get("genre")
     if isinstance(declared, str) and declared.strip():
-        return _normalised_genre(declared)
+        return normalised_genre(declared)
     corpus_dir = Path(corpus_dir)
     resolved = corpus_dir.resolve()
     names = [n.lower() for n in (corpus_dir.name, corpus_dir.parent.name, resolved.name, resolved.parent.name)]
@@ -198,7 +198,7 @@ def read_classic_corpus(
         raise DataError("corpus folder not found", path=corpus_dir)
     contents, contents_path = _read_contents(corpus_dir)
     found = classic_genre(corpus_dir, contents)
-    given = None if genre is None else _normalised_genre(genre)
+    given = None if genre is None else normalised_genre(genre)
     if given is not None and found not in (UNKNOWN_GENRE, given):
         raise HarnessError(
             f"{corpus_dir}: genre {given!r} was given, but the corpus is {found!r} (from its contents.json or its "
@@ -245,8 +245,8 @@ def warn_of_unknown_genre(problems: Sequence[VerificationProblem], corpus_dir: P
             "name: essay, novel, or pan13/pan15 for English corpora), so per-type rows read unknown+unknown, and a "
             "system fitted on a known genre may answer otherwise than on the corpus under its own name (a system "
             "that routes by type sends unknown types to its general model); to give the genre, `--genre GENRE` "
-            "(predict, convert), or read the folder through a link named after its corpus (pan15-english-test -> "
-            "this folder)",
+            "(predict, convert, pairs), or read the folder through a link named after its corpus "
+            "(pan15-english-test -> this folder)",
             corpus_dir,
         )
 

@@ -395,6 +395,33 @@ def test_pan_classic_essays_and_novels_share_no_author(pan14, tmp_path):
     assert_nothing_written(tmp_path / "out")
 
 
+def test_pan_classic_genre_labels_a_corpus_whose_name_gives_none(pan14, tmp_path):
+    """A PAN14 corpus mounted under a name without its genre (as TIRA's "input") reads "unknown"; --genre gives it
+    back, is recorded in the manifest, and is refused where it contradicts the genre found or miscounts the inputs."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    renamed = [tmp_path / "first", tmp_path / "second"]  # train and test corpora, under names without a genre
+    for name, folder in zip(ESSAYS, renamed, strict=True):
+        shutil.copytree(pan14[name], folder)
+    arguments = ["--from", "pan-classic", "--pairs", "12", "--cross-share", "0", "--genre", "Essays"]
+    result = CliRunner().invoke(main, ["pairs", *arguments, *map(str, renamed), str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    pairs = [json.loads(x) for x in lines(tmp_path / "out" / "train" / "pairs.jsonl")]
+    assert {tuple(pair["discourse_types"]) for pair in pairs} == {("essay", "essay")}
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["parameters"]["genre"] == ["essay", "essay"]
+
+    both = [renamed[0], pan14[NOVELS]]
+    with pytest.raises(HarnessError, match="but the corpus is 'novel'"):
+        build_pairs("pan-classic", both, tmp_path / "o2", pairs=12, cross_share=0.0, genre=("essay",))
+    with pytest.raises(HarnessError, match="--genre given 3 times for 2 inputs"):
+        build_pairs("pan-classic", both, tmp_path / "o2", pairs=12, genre=("essay", "novel", "essay"))
+    with pytest.raises(HarnessError, match="genre applies to pan-classic input only"):
+        build_pairs("jsonl", jsonl_corpus(tmp_path / "texts.jsonl"), tmp_path / "o2", pairs=8, genre=("essay",))
+    assert_nothing_written(tmp_path / "o2")
+
+
 def test_overwrite_replaces_the_builders_files_and_keeps_the_users(tmp_path):
     source = jsonl_corpus(tmp_path / "texts.jsonl")
     out = tmp_path / "out"
