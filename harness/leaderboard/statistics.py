@@ -59,7 +59,7 @@ def add_significance(table: Table, *, rounds: int, seed: int) -> None:
             )
     table.notes.append(
         f"p: paired approximate randomization test against the best system on the main score ({rounds} rounds, "
-        f"lowest-seed runs); * marks p < {SIGNIFICANCE_LEVEL}."
+        f"lowest-seed runs); * marks p below {SIGNIFICANCE_LEVEL}."
     )
 
 

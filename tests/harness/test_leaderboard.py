@@ -231,6 +231,9 @@ def test_direction_comes_from_the_measure_table_not_the_result_file(tmp_path: Pa
     low, high = table.rows[0].ci
     assert low <= 13 / 6 <= high and high - low > 0.1
     assert table.rows[1].p_value is not None and table.rows[1].p_value < 0.05
+    # the note reads the same in a terminal as rendered (audit 9, C4: it printed "p &lt; 0.05")
+    (note,) = [line for line in render([table], "markdown").splitlines() if "approximate randomization" in line]
+    assert note.endswith("* marks p below 0.05.") and "&" not in note
 
 
 def test_old_result_files_keep_their_recorded_direction_for_names_the_table_lacks(tmp_path: Path):
