@@ -386,8 +386,20 @@ def swap_folder(staged: Path, target: Path) -> Path | None:
     return set_aside
 
 
+def refuse_current_folder(folder: Path) -> None:
+    """A folder made beside its place and renamed into it cannot be the current folder or one above it (`.`): its
+    staging folder would lie inside it, and the rename would swap the folder the shell stands in (audit 10, F6:
+    `pretrain-style POSTS .` trained, then called the empty folder "not empty")."""
+    resolved, here = Path(folder).resolve(), Path.cwd().resolve()
+    if resolved == here or resolved in here.parents:
+        what = "the current folder" if resolved == here else "a folder above the current one"
+        raise HarnessError(f"{folder} is {what}; name a new folder (e.g. {Path(folder) / 'out'})")
+
+
 def refuse_used_folder(folder: Path) -> None:
-    """A folder to be written new: one that exists with anything in it is refused (nothing is overwritten)."""
+    """A folder to be written new: one that exists with anything in it is refused (nothing is overwritten), and so
+    is the current folder (`refuse_current_folder`)."""
+    refuse_current_folder(folder)
     if Path(folder).exists() and any(Path(folder).iterdir()):
         raise HarnessError(f"{folder} exists and is not empty; name a new folder (nothing is overwritten)")
 

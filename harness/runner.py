@@ -56,7 +56,7 @@ from harness.results import (
 from harness.run_result import read_run_result
 from harness.runtime import load_like
 from harness.seeding import seed_everything
-from harness.system import constructor_params
+from harness.system import constructor_params, input_checksums
 from harness.task import Evaluation
 
 logger = logging.getLogger("harness")
@@ -150,12 +150,14 @@ def run(
     _refuse_a_file_on_the_way(setup.run_dir)
     train, test, overlap = _load_data(setup.task, data, timings)
     meta = setup.task.metadata
+    inputs = input_checksums(setup.system)
     fit_key = {
         "task": [meta.name, meta.version, setup.task_params],
         "train": train.checksum,
         "system": system_name,
         "params": setup.system.params(),
         "seed": seed,
+        **({"inputs": inputs} if inputs else {}),  # only where a system reads a folder: other fingerprints stay
     }
     fit_fingerprint = "sha256:" + _digest(fit_key)
     fingerprint = "sha256:" + _digest({**fit_key, "test": test.checksum})
@@ -165,7 +167,7 @@ def run(
     with holding(run_dir, lock_timeout) if main_process else contextlib.nullcontext():
         if main_process:
             _remove_stale_temporaries(run_dir)
-        earlier = _kept_result(run_dir, fingerprint, overwrite)
+        earlier = _kept_result(run_dir, fingerprint, overwrite, inputs)
         if earlier is not None:
             return RunOutcome(run_dir, earlier, reused=True)
         seed_everything(seed)
@@ -187,7 +189,7 @@ def run(
             data_record = {**data.record(), **_split_records(train, test), **overlap}
             result = build_result(
                 task=task_record(meta, setup.task_params, evaluation, data_record),
-                system=_system_record(system_name, system, work_dir),
+                system=_system_record(system_name, system, work_dir, inputs),
                 seed=seed,
                 evaluation=evaluation,
                 timings=timings,
@@ -248,13 +250,23 @@ def _refuse_a_file_on_the_way(run_dir: Path) -> None:
             return
 
 
-def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool) -> dict[str, Any] | None:
+def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool, inputs: dict[str, str]) -> dict[str, Any] | None:
     """The finished result in run_dir if it is this run's (and not `overwrite`); a HarnessError if it is another's."""
     result_path = run_dir / RESULT_NAME
     if not result_path.exists() or overwrite:
         return None
     earlier = read_result(result_path)
     if earlier.get("fingerprint") != fingerprint:
+        system = earlier.get("system")
+        theirs = system.get("inputs", {}) if isinstance(system, dict) else {}
+        changed = sorted(
+            name for name in inputs if isinstance(theirs, dict) and name in theirs and theirs[name] != inputs[name]
+        )
+        if changed:
+            raise HarnessError(
+                f"{result_path} was fitted with other files in the folder of {', '.join(changed)} than are there now; "
+                "--overwrite fits again with them"
+            )
         raise HarnessError(
             f"{result_path} holds a run on other data or parameters; if this is another dataset, give it a name of "
             "its own (--name), or choose another --out; --overwrite replaces that run"
@@ -321,12 +333,14 @@ def _truth_checksum(data: Any) -> dict[str, str]:
     return {"truth_checksum": checksum} if isinstance(checksum, str) else {}
 
 
-def _system_record(system_name: str, system: Any, work_dir: Path) -> dict[str, Any]:
-    """The record's `system` section: name, class, parameters, and the checksum of the checkpoint in work_dir."""
+def _system_record(system_name: str, system: Any, work_dir: Path, inputs: dict[str, str]) -> dict[str, Any]:
+    """The record's `system` section: name, class, parameters, the checksums of the folders its parameters name
+    (where it reads any), and the checksum of the checkpoint in work_dir."""
     return {
         "name": system_name,
         "class": f"{type(system).__module__}:{type(system).__qualname__}",
         "params": system.params(),
+        **({"inputs": inputs} if inputs else {}),
         "checkpoint": {"path": CHECKPOINT_NAME, "checksum": _checkpoint_checksum(work_dir / CHECKPOINT_NAME)},
     }
 

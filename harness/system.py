@@ -37,6 +37,14 @@ class VerificationSystem(Protocol):
         ...
 
 
+def input_checksums(system: object) -> dict[str, str]:
+    """Checksums of the folders a system's parameters name and its fit reads (`model=DIR`), by parameter: a run's
+    fingerprint holds them, so a folder whose files changed is fitted again, never answered by the old fit. A system
+    declares them with an `input_checksums()` method; most read nothing but their training split."""
+    declared = getattr(system, "input_checksums", None)
+    return dict(declared()) if callable(declared) else {}
+
+
 def constructor_params(system: object) -> dict[str, Any]:
     """A system's constructor parameters, read back from the attributes of the same names.
 

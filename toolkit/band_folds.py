@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from core.files import read_jsonl
+from core.files import find_data_file, read_jsonl
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 
 FOLDS_FILE = "band_folds.json"
@@ -71,7 +71,7 @@ def pair_digest(truth: VerificationTruth) -> str:
 def training_digests(set_folder: Path) -> dict[str, str]:
     """Each training pair's `pair_digest` of a `harness pairs` set, by id: what tells a verifier that the problems it
     fits are this set's."""
-    path = Path(set_folder) / "train" / "truth.jsonl"
+    path = find_data_file(Path(set_folder) / "train", "truth.jsonl")
     digests = {}
     for line, record in read_jsonl(path):
         pair_id, same, authors = record.get("id"), record.get("same"), record.get("authors")

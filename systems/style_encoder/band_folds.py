@@ -40,11 +40,12 @@ from typing import Any
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from core.files import read_jsonl
+from core.files import find_data_file, read_jsonl
 from systems.style_encoder.corpus import Exclusions, author_names, origin_texts
 from toolkit.band_folds import training_digests
 
 logger = logging.getLogger("harness")
+MIN_FOLD_PAIRS = 2  # a fold encoder's scale is the mean and sd of its fold's band pairs: two at least
 REPEAT_SEED_STRIDE = 1000  # repeat r of a fold is pre-trained with seed + 1000 (r - 1): apart from other runs' seeds
 
 
@@ -76,10 +77,11 @@ def training_pair_folds(
     per fold, the ids of the pairs whose authors are all in it and what an encoder that must not have seen them leaves
     out (the fold's authors, the threads and source posts of their texts); and the ids of the pairs across folds."""
     set_folder = Path(set_folder)
-    truth_path, origins_path = set_folder / "train" / "truth.jsonl", set_folder / "pair_origins.jsonl"
-    for path in (truth_path, origins_path):
-        if not path.is_file():
-            raise HarnessError(f"{path}: not found; --band-folds takes a set built by `harness pairs`")
+    try:  # plain or gzipped, as the pan23 task and --exclude-test-of read a set (audit 10, F8)
+        truth_path = find_data_file(set_folder / "train", "truth.jsonl")
+        origins_path = find_data_file(set_folder, "pair_origins.jsonl")
+    except DataError as error:
+        raise HarnessError(f"{error}; --band-folds takes a set built by `harness pairs`") from None
     authors_of: dict[str, list[str]] = {}
     for line, record in read_jsonl(truth_path):
         pair_id, authors = record.get("id"), author_names(record, truth_path, line)
@@ -98,6 +100,13 @@ def training_pair_folds(
     for pair_id, authors in authors_of.items():
         held = {fold_of_author[name] for name in authors}
         (parts[held.pop()] if len(held) == 1 else across).append(pair_id)
+    for k, pair_ids in enumerate(parts, 1):  # refused now, not after K + 1 pre-trainings (audit 10, F4)
+        if len(pair_ids) < MIN_FOLD_PAIRS:
+            raise HarnessError(
+                f"{truth_path}: band fold {k} of {folds} would hold {len(pair_ids)} training pair(s) (pairs whose "
+                f"authors all fall in it), and an encoder's scale needs {MIN_FOLD_PAIRS}: give fewer --band-folds, or "
+                "a set with more training pairs"
+            )
     exclusions = [Exclusions(sets=[str(set_folder)]) for _ in range(folds)]
     for name, fold in fold_of_author.items():
         exclusions[fold].authors.add(name)

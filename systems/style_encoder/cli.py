@@ -80,6 +80,13 @@ def pretrain_style(
         raise HarnessError(
             "--band-folds goes with one --exclude-test-of SET (the set whose training pairs get out-of-fold scores)"
         )
+    if band_folds is not None and any(
+        Path(other).resolve() == Path(exclude_sets[0]).resolve() for other in exclude_all_sets
+    ):
+        raise HarnessError(  # every fold encoder would be the main one again (audit 10, F5)
+            f"--band-folds: {exclude_sets[0]} is also given to --exclude-all-of, so its training authors are left "
+            "out of every encoder and a fold has none of its own to leave out; drop one of the two"
+        )
     if band_repeats is not None and band_folds is None:
         raise HarnessError("--band-repeats goes with --band-folds K (it is the number of encoders a fold)")
     if band_views and band_folds is None:
@@ -119,10 +126,14 @@ def pretrain_style(
         exclusions.merge(excluded_by_sets(exclude_all_sets, splits=("train", "test")))
     if train_split_of is not None:
         from harness.runner import make_task
+        from systems.style_encoder.forum import keys_digest, training_keys
 
         params = dict(task_params or {})
-        exclusions.only_post_ids = training_split_of(make_task(train_split_of, params), train_split_of, params, posts)
-        exclusions.training_split_of = {"task": train_split_of, "task_params": params}
+        task = make_task(train_split_of, params)
+        exclusions.only_post_ids = training_split_of(task, train_split_of, params, posts)
+        # what the split holds, which a run's training split is compared with (forum_ngram_style)
+        texts = keys_digest(training_keys(task.load(Path(posts), "train")))
+        exclusions.training_split_of = {"task": train_split_of, "task_params": params, "split_texts": texts}
     corpus = pretraining_corpus(posts, exclusions)
     logger.info(
         "style pre-training on %d posts of %d authors (%d with two kinds); left out: %s",
@@ -180,17 +191,42 @@ class _Reused:
     def encoder(self, name: str, wanted: dict[str, Any]) -> tuple[NgramStyleModel, dict[str, Any]]:
         """The encoder in subfolder `name` ("." the main one), refused where its recipe is not `wanted`."""
         model, manifest = load_ngram_style(self.folder / name)
-        found = manifest_recipe(manifest)
-        differ = [key for key in wanted if found.get(key) != wanted[key]]
+        differ = _differences(_resolved_sets(manifest_recipe(manifest)), _resolved_sets(wanted))
         if differ:
-            detail = "; ".join(f"{key}: {found.get(key)!r} there, {wanted[key]!r} here" for key in differ)
-            raise HarnessError(f"--reuse-from {self.folder / name}: another recipe ({detail[:400]}); nothing reused")
+            detail = "; ".join(differ[:4]) + (f"; {len(differ) - 4} more" if len(differ) > 4 else "")
+            raise HarnessError(f"--reuse-from {self.folder / name}: another recipe ({detail}); nothing reused")
         self.names.append(name)
         logger.info("reused the encoder in %s (same posts, exclusions and settings)", self.folder / name)
         return model, manifest
 
     def summary(self) -> dict[str, Any]:
         return {"folder": str(self.folder), "encoders": self.names}
+
+
+def _differences(found: Any, wanted: Any, key: str = "") -> list[str]:
+    """Where two recipes differ, by dotted key, with both values (`settings.seed: 0 there, 1 here`): the refusal names
+    what to change (audit 10, F11: it printed the whole settings, cut before the key that differed)."""
+    if isinstance(found, dict) and isinstance(wanted, dict):
+        keys = [*wanted, *(name for name in found if name not in wanted)]
+        return [line for name in keys for line in _differences(found.get(name), wanted.get(name), f"{key}.{name}")]
+    if found == wanted:
+        return []
+    shown = [value if not isinstance(value, (list, dict)) or len(str(value)) < 80 else f"{str(value)[:77]}..."
+             for value in (found, wanted)]  # fmt: skip
+    return [f"{key.lstrip('.')}: {shown[0]!r} there, {shown[1]!r} here"]
+
+
+def _resolved_sets(recipe_: dict[str, Any]) -> dict[str, Any]:
+    """The recipe with its excluded sets' paths resolved (from this folder), so that one set named by another path
+    (relative, absolute) is the same set (audit 10, F9)."""
+    excluded = recipe_.get("excluded")
+    if not isinstance(excluded, dict) or not isinstance(excluded.get("sets"), list):
+        return recipe_
+    sets = []
+    for entry in excluded["sets"]:
+        path, paren, how = str(entry).partition(" (")  # "SET (both splits)", "SET (training fold 1 of 3)"
+        sets.append(str(Path(path).resolve()) + paren + how)
+    return recipe_ | {"excluded": excluded | {"sets": sets}}
 
 
 class MainEncoder(NamedTuple):

@@ -13,21 +13,28 @@ read post by post and averaged (as LUAR reads a Reddit account), not joined into
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from core.errors import HarnessError
+from core.errors import DataError, HarnessError
+from core.files import find_data_file
 from harness.system import constructor_params
-from systems.style_encoder.corpus import PretrainingCorpus
+from systems.style_encoder.corpus import POSTS_STEM, PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
     learn_from_task,
     load_ngram_style,
     manifest_summary,
+    model_checksum,
     ngram_settings,
+    posts_checksum,
+    prepared_keys,
+    read_outside,
+    refuse_read_texts,
 )
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
@@ -45,6 +52,35 @@ def split_corpus(train: ForumSplit) -> PretrainingCorpus:
     return PretrainingCorpus.unthreaded(
         authors, texts, [[""] * len(posts) for posts in texts], "the task's training split"
     )
+
+
+PRETRAIN_HINT = (
+    "pre-train it with `harness pretrain-style POSTS OUT --encoder ngram --train-split-of TASK` and this run's task "
+    "parameters"
+)
+
+
+def training_keys(train: ForumSplit) -> np.ndarray:
+    """The keys of a forum split's post texts (`prepared_keys`): what it holds, whatever the task's parameters."""
+    return prepared_keys([text for texts in train.post_texts() for text in texts if text.strip()])
+
+
+def keys_digest(keys: np.ndarray) -> str:
+    """One checksum of a split's `training_keys`: tells the training split a model was pre-trained on
+    (`pretrain-style --train-split-of`) from a run's (the task's own checksum is the posts file's)."""
+    return "sha256:" + hashlib.sha256(np.ascontiguousarray(keys, dtype="<u8").tobytes()).hexdigest()
+
+
+def _same_posts(manifest: dict[str, Any], train: ForumSplit) -> bool:
+    """Whether a model was pre-trained on the posts file this split was read from (by the file's checksum; a split
+    read from SYSML's CSV layout has none)."""
+    recorded = (manifest.get("corpus") or {}).get("sha256")
+    source = Path(train.source)
+    try:
+        path = source if source.is_file() else find_data_file(source, POSTS_STEM)
+    except DataError:
+        return False
+    return recorded is not None and recorded == posts_checksum(str(path))
 
 
 class ForumNgramStyle:
@@ -81,6 +117,10 @@ class ForumNgramStyle:
     def params(self) -> dict[str, Any]:
         return constructor_params(self)
 
+    def input_checksums(self) -> dict[str, str]:
+        """The pre-trained model folder's checksum, where one is named (`harness.system.input_checksums`)."""
+        return {"model": model_checksum(Path(self.model))} if self.model is not None else {}
+
     @property
     def info(self) -> dict[str, Any]:
         """Where the encoder came from: its pre-training's manifest in summary (`manifest_summary`)."""
@@ -89,6 +129,7 @@ class ForumNgramStyle:
     def fit(self, train: ForumSplit, *, seed: int) -> None:
         if self.model is not None:
             self._model, manifest = load_ngram_style(Path(self.model))
+            self._model = self._read_in_this_split(self._model, manifest, train)
         else:
             try:
                 self._model, manifest = learn_from_task(
@@ -99,10 +140,34 @@ class ForumNgramStyle:
                 raise HarnessError(f"{self.name}: {error}") from None
         self._info = {"model": self.model, "pretraining": manifest_summary(manifest)}
 
+    def _read_in_this_split(
+        self, model: NgramStyleModel, manifest: dict[str, Any], train: ForumSplit
+    ) -> NgramStyleModel:
+        """The model, refused where it was pre-trained on these posts but not on this run's training split alone
+        (audit 10, F2: an encoder of another split's training side learnt this split's test authors from their other
+        posts, and reddit's EER fell from 0.225 to 0.087); else keeping only the texts it read outside the training
+        split (`read_outside`), which `embed` refuses to answer about. A model of other posts is read as it is."""
+        made_for = (manifest.get("excluded") or {}).get("training_split_of") or {}
+        training = training_keys(train)
+        if made_for.get("split_texts") not in (None, keys_digest(training)):
+            split = f"{made_for.get('task')} {made_for.get('task_params') or ''}".strip()
+            raise HarnessError(
+                f"{self.name}: the encoder at {self.model} was pre-trained on the training split of {split}, not on "
+                f"this run's (another task or other task parameters), so it may know the test authors; {PRETRAIN_HINT}"
+            )
+        if not made_for and _same_posts(manifest, train):
+            raise HarnessError(
+                f"{self.name}: the encoder at {self.model} was pre-trained on these posts, its test side included; "
+                f"{PRETRAIN_HINT}"
+            )
+        return read_outside(model, training)
+
     def embed(self, samples: Sequence[ForumSample]) -> np.ndarray:
         """Unit-length means of each sample's unit post embeddings (float32; a sample without text gives zeros)."""
         if self._model is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() first")
+        refuse_read_texts([self._model], [text for sample in samples for text in sample_texts(sample)],
+                          name=self.name, model=self.model)  # fmt: skip
         texts = [[prepare_text(text) for text in sample_texts(sample)] for sample in samples]
         flat = [text for posts in texts for text in posts]
         vectors = self._model.embed(flat, desc=f"{self.name}: embedding posts") if flat else np.zeros((0, 1))

@@ -122,7 +122,8 @@ def learn_from_task(
     authors = len(corpus.authors)
     chosen = ngram_settings(**settings, seed=seed, authors_per_batch=min(256, authors - authors // 5))
     chosen = replace(chosen, dimensions=min(chosen.dimensions, corpus.posts - 1))
-    return pretrain_ngram_style(corpus, None, None, chosen)
+    model, manifest = pretrain_ngram_style(corpus, None, None, chosen)
+    return model._replace(read=None), manifest  # it read the training data, which a run may well answer about
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -132,11 +133,19 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
 
 
+READ_KEYS = "read_text_keys"  # the weights' array of `NgramStyleModel.read`
+
+
 class NgramStyleModel(NamedTuple):
-    """A trained n-gram style encoder: the whitened style space and the projection on top."""
+    """A trained n-gram style encoder: the whitened style space and the projection on top.
+
+    A model pre-trained on posts keeps which texts it read (`read`, `text_keys` of every post of its corpus, held-out
+    authors' too: they chose the kept step), so that a verifier refuses to answer about them (`refuse_read_texts`).
+    """
 
     space: StyleSpace
     projection: dict[str, np.ndarray]  # PROJECTION's arrays
+    read: np.ndarray | None = None  # sorted uint64 text keys; None: learnt from a task's own training data
 
     def project(self, whitened: np.ndarray) -> np.ndarray:
         p = self.projection
@@ -150,7 +159,8 @@ class NgramStyleModel(NamedTuple):
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """(JSON state, arrays), as a checkpoint keeps them."""
         state, arrays = self.space.state()
-        return state, arrays | {f"projection.{name}": self.projection[name] for name in PROJECTION}
+        read = {} if self.read is None else {READ_KEYS: self.read}
+        return state, arrays | {f"projection.{name}": self.projection[name] for name in PROJECTION} | read
 
     @classmethod
     def from_state(cls, state: dict[str, Any], arrays: dict[str, np.ndarray], *, where: Path) -> NgramStyleModel:
@@ -168,7 +178,46 @@ class NgramStyleModel(NamedTuple):
         expected = {"linear": (d, size), "hidden_weight": (d, hidden), "output_weight": (hidden, size)}
         if any(projection[name].shape != shape for name, shape in expected.items()):
             raise HarnessError(f"{where}: the projection's shapes do not fit a {d}-dimensional style space")
-        return cls(space, projection)
+        read = arrays.get(READ_KEYS)  # absent from models written before 2026-12-01: those are not checked
+        return cls(space, projection, None if read is None else np.asarray(read, dtype=np.uint64))
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """Sorted distinct 64-bit keys of prepared texts (`toolkit.splits.text_key`: equal up to white space)."""
+    from toolkit.splits import text_key
+
+    return np.unique(np.array([int(text_key(text)[:16], 16) for text in texts], dtype=np.uint64))
+
+
+def prepared_keys(texts: Sequence[str]) -> np.ndarray:
+    """`text_keys` of raw texts, prepared as pre-training prepared its posts."""
+    from toolkit.text_prep import prepare_text
+
+    return text_keys([prepare_text(text) for text in texts])
+
+
+def read_outside(model: NgramStyleModel, training: np.ndarray) -> NgramStyleModel:
+    """The model, keeping of the texts it read only those outside the run's training data (`training`: keys): a
+    test text equal to a training text (PAN14 reuses texts; "thanks" posts recur) is no leak of the encoder's."""
+    return model if model.read is None else model._replace(read=np.setdiff1d(model.read, training))
+
+
+def refuse_read_texts(models: Sequence[NgramStyleModel], texts: Sequence[str], *, name: str, model: Any) -> None:
+    """A HarnessError where a pre-trained encoder read any of `texts` outside the run's training data (`read_outside`):
+    they are what a run answers about, and an encoder that learnt from them leaks the test split into its answers
+    (audit 10: a model made for one pair set was read on another of the same posts, silently)."""
+    checked = [encoder.read for encoder in models if encoder.read is not None]
+    if not checked or not texts:
+        return
+    keys = prepared_keys(texts)
+    read = max(int(np.isin(keys, encoder_read).sum()) for encoder_read in checked)
+    if read:
+        raise HarnessError(
+            f"{name}: the encoder at {model} was pre-trained on {read} of the {len(keys)} texts it is asked to answer "
+            "about, so its answers would rest on them; pre-train it with them left out: `harness pretrain-style POSTS "
+            "OUT --encoder ngram --exclude-test-of SET` for a pan23 set SET, or `--train-split-of TASK` with this "
+            "run's task parameters for darkweb and reddit"
+        )
 
 
 def load_ngram_style(folder: Path) -> tuple[NgramStyleModel, dict[str, Any]]:
@@ -188,6 +237,17 @@ def load_ngram_style(folder: Path) -> tuple[NgramStyleModel, dict[str, Any]]:
     if not isinstance(config, dict) or "state" not in config:
         raise HarnessError(f"{config_path}: no 'state'; not an n-gram style model")
     return NgramStyleModel.from_state(config["state"], arrays, where=folder), config.get("manifest", {})
+
+
+def model_checksum(folder: Path) -> str:
+    """One checksum of every file of a folder `load_ngram_style` reads (with its band fold encoders), for a run's
+    fingerprint: a model pre-trained again into the same folder is another input."""
+    folder = Path(folder).expanduser()
+    if not (folder / MODEL_CONFIG).is_file():
+        raise HarnessError(
+            f"{folder / MODEL_CONFIG}: not found; name a folder written by `harness pretrain-style --encoder ngram`"
+        )
+    return sha256_files([path for path in folder.rglob("*") if path.is_file()], root=folder)
 
 
 def manifest_summary(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -327,7 +387,7 @@ def pretrain_ngram_style(
             elif (step - best_step) // settings.eval_every >= settings.patience:
                 logger.info("ngram style pre-training: no gain in %d evaluations; stopping", settings.patience)
                 break
-    model = NgramStyleModel(space, best_weights)
+    model = NgramStyleModel(space, best_weights, text_keys(texts))
     manifest = {
         "format": "ngram-style-pretraining-v1",
         "settings": asdict(settings),

@@ -31,14 +31,18 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.errors import HarnessError
-from core.records import VerificationData, VerificationProblem, VerificationTruth
+from core.records import Answer, VerificationData, VerificationProblem, VerificationTruth
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
     learn_from_task,
     load_ngram_style,
     manifest_summary,
+    model_checksum,
     ngram_settings,
+    prepared_keys,
+    read_outside,
+    refuse_read_texts,
 )
 from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, not_read, read_folds
 from toolkit.calibration import fit_then_score
@@ -95,6 +99,10 @@ class NgramStyle(CalibratedVerifier):
         self._scales: list[tuple[float, float]] = []
         self._info: dict[str, Any] = {}
 
+    def input_checksums(self) -> dict[str, str]:
+        """The pre-trained model folder's checksum, where one is named (`harness.system.input_checksums`)."""
+        return {"model": model_checksum(Path(self.model))} if self.model is not None else {}
+
     @property
     def info(self) -> dict[str, Any]:
         """Where the encoder came from (its manifest's summary, or what it was learnt from) and the training
@@ -134,6 +142,8 @@ class NgramStyle(CalibratedVerifier):
             self._info = {"model": None, "pretraining": manifest_summary(manifest)}
         both = labels.any() and not labels.all()
         self._info["band_scores_auc"] = float(roc_auc_score(labels, scores)) if both else None
+        training = prepared_keys(distinct_texts(train.problems))
+        self._models = [read_outside(model, training) for model in self._models or []]
 
     def _fit_fold_encoders(
         self, train: VerificationData, labels: np.ndarray, folder: Path, folds: dict[str, Any], *, seed: int
@@ -178,6 +188,12 @@ class NgramStyle(CalibratedVerifier):
             )  # fmt: skip
         except HarnessError as error:
             raise HarnessError(f"{self.name}: {error}") from None
+
+    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
+        """The answers; refused where a pre-trained encoder that answers read any of the problems' texts."""
+        if self._models is not None:
+            refuse_read_texts(self._models, distinct_texts(problems), name=self.name, model=self.model)
+        return super().predict(problems)
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(1 + cosine) / 2 of each problem's known (mean) and unknown embeddings; with band fold encoders, the

@@ -119,7 +119,11 @@ ForumSample = PostsSample | Sequence[TextPost]
 
 
 class ForumSplit(Protocol):
-    """A loaded split of a forum task (DarkwebData, RedditData), as a text-only system reads it."""
+    """A loaded split of a forum task (DarkwebData, RedditData), as a text-only system reads it: the posts file it was
+    read from (`source`: the file or its folder) and the task's checksum of the split."""
+
+    source: Path
+    checksum: str
 
     def post_texts(self) -> tuple[tuple[str, ...], ...]:
         """The texts of the split's posts, one tuple per author sequence (a darkweb episode, a reddit

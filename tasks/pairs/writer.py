@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError, OutputError
-from core.files import file_sha256, is_write_error, staging_folder, sweeping
+from core.files import file_sha256, is_write_error, refuse_current_folder, staging_folder, sweeping
 
 STAGED_SUFFIX = ".pairs-new"  # `.OUT.XXXXXXXX.pairs-new`: the dataset being written
 SET_ASIDE_SUFFIX = ".pairs-old"  # `.OUT.XXXXXXXX.pairs-old`: the dataset being replaced, for a moment
@@ -31,6 +31,7 @@ def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = (), o
     and with it any file at one of the builder's names (`own`, relative) that is not its own earlier output:
     before any work, so a refusal costs nothing."""
     out_dir = Path(out_dir)
+    refuse_current_folder(out_dir)
     resolved = out_dir.resolve()
     for given in inputs:
         source = Path(given).resolve()

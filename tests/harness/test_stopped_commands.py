@@ -108,6 +108,58 @@ def test_stopping_a_pool_ends_its_running_workers():
     assert all(future.done() for future in futures)
 
 
+_ORPHAN_PARENT = """
+import multiprocessing, sys, time
+from pathlib import Path
+
+def worker(ready):
+    import logging
+    from systems.style_encoder.fold_jobs import _start_worker
+    _start_worker(Path(ready), 1, logging.WARNING)  # what each --jobs worker runs first
+    Path(ready).write_text("ready")
+    time.sleep(120)
+
+if __name__ == "__main__":
+    process = multiprocessing.get_context("spawn").Process(target=worker, args=(sys.argv[1],))
+    process.start()
+    print(process.pid, flush=True)
+    time.sleep(120)
+"""
+
+
+def _ended(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")  # a zombie has ended; whether its new parent reaps it is not ours
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_a_pre_training_worker_ends_when_its_command_is_killed(tmp_path: Path):
+    """Was (audit 10, F7): SIGKILL of `pretrain-style --jobs N` (the OOM killer's, `kill -9`) left its workers alive
+    for good, holding their fold's posts and model."""
+    ready = tmp_path / "ready"
+    script = tmp_path / "parent.py"
+    script.write_text(_ORPHAN_PARENT, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    parent = subprocess.Popen([sys.executable, str(script), str(ready)], stdout=subprocess.PIPE, text=True, env=env)
+    worker = int(parent.stdout.readline())
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ready.exists() and not _ended(worker)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while not _ended(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    ended = _ended(worker)
+    if not ended:
+        os.kill(worker, signal.SIGKILL)
+    assert ended
+
+
 def test_files_that_belong_together_all_go_in_before_a_sigterm_is_taken(tmp_path: Path, monkeypatch):
     """Was: a predict stopped between its two renames left answers.jsonl of one input beside answers.txt of
     another; a score, an evaluation.prototext beside another's out.json; a convert, truth without its pairs."""

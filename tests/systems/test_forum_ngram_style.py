@@ -6,6 +6,7 @@ the mean of its posts' unit embeddings."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +16,10 @@ pytest.importorskip("torch")
 
 from click.testing import CliRunner  # noqa: E402
 
+from core.errors import HarnessError  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.runner import make_task, run  # noqa: E402
-from systems.style_encoder.forum import ForumNgramStyle, split_corpus  # noqa: E402
+from systems.style_encoder.forum import ForumNgramStyle, keys_digest, split_corpus, training_keys  # noqa: E402
 from systems.style_encoder.ngram import MODEL_CONFIG, load_ngram_style  # noqa: E402
 from tasks.forum.records import sample_texts  # noqa: E402
 from toolkit.text_prep import prepare_text  # noqa: E402
@@ -31,11 +33,13 @@ def test_a_model_pre_trained_on_the_tasks_training_split_is_read(forum_slice: Pa
     assert done.exit_code == 0, done.output
     assert f"--system forum_ngram_style --task darkweb --data {forum_slice} --param model={model}" in done.output
     manifest = json.loads((model / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
-    assert manifest["excluded"]["training_split_of"] == {"task": "darkweb", "task_params": {}}
+    split = keys_digest(training_keys(make_task("darkweb", {}).load(forum_slice, "train")))  # what tells the split
+    assert manifest["excluded"]["training_split_of"] == {"task": "darkweb", "task_params": {}, "split_texts": split}
 
     outcome = run(system_name="forum_ngram_style", task_name="darkweb", data=forum_slice, out_dir=tmp_path / "runs",
                   params={"model": str(model)})  # fmt: skip
     assert 0 <= outcome.result["scores"]["mrr"] <= 1
+    assert outcome.result["system"]["inputs"]["model"].startswith("sha256:")  # in the fingerprint (audit 10, F3)
     system = ForumNgramStyle.load(outcome.run_dir / "checkpoint")
     assert system.info["model"] == str(model) and system.info["pretraining"]["steps_done"] == manifest["steps_done"]
 
@@ -45,6 +49,26 @@ def test_a_model_pre_trained_on_the_tasks_training_split_is_read(forum_slice: Pa
     posts = encoder.embed([prepare_text(text) for text in sample_texts(sample)])
     mean = (posts / np.linalg.norm(posts, axis=1, keepdims=True)).mean(axis=0)
     assert np.allclose(system.embed([sample])[0], mean / np.linalg.norm(mean), atol=1e-5)
+
+
+def test_a_model_that_may_know_the_test_authors_is_refused(forum_slice: Path, tmp_path: Path):
+    """Audit 10, F2: an encoder pre-trained on all the posts, or on another split's training side, knew this run's
+    test authors; it was used silently (reddit EER 0.225 -> 0.087 there). Refused when fitted, before any ranking (one
+    pre-trained on this training split is read: the test above)."""
+    base = ["pretrain-style", str(forum_slice), "--encoder", "ngram", "--steps", "20"]
+    base += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]
+    other_split = ["--train-split-of", "darkweb", "--task-param", "min_posts=60"]
+    for name, more, message in (
+        ("all-posts", [], "was pre-trained on these posts, its test side included"),
+        ("other-split", other_split, "was pre-trained on the training split of darkweb {'min_posts': 60}, not"),
+    ):
+        done = CliRunner().invoke(main, [*base[:2], str(tmp_path / name), *base[2:], *more])
+        assert done.exit_code == 0, done.output
+        with pytest.raises(
+            HarnessError, match=f"forum_ngram_style: the encoder at {tmp_path / name} {re.escape(message)}"
+        ):
+            run(system_name="forum_ngram_style", task_name="darkweb", data=forum_slice, out_dir=tmp_path / "runs",
+                params={"model": str(tmp_path / name)})  # fmt: skip
 
 
 def test_without_a_model_it_learns_from_the_training_splits_authors(forum_slice: Path):

@@ -177,6 +177,80 @@ def test_the_command_writes_a_model_the_verifier_reads(forum_slice: Path, slice_
     assert len(answers) == len(test.problems) and all(0 <= value <= 1 for value in answers)
 
 
+def test_a_model_pre_trained_again_into_its_folder_is_fitted_again_not_answered_by_the_old_fit(
+    forum_slice: Path, slice_set: Path, tmp_path: Path
+):
+    """The run's fingerprint holds the model folder's checksum (audit 10, F3: the run kept, and resumed, the result
+    of the model the folder held before)."""
+    import shutil
+
+    from harness.runner import run
+
+    model = tmp_path / "model"
+    for seed, out in (("1", model), ("2", tmp_path / "other")):
+        args = ["pretrain-style", str(forum_slice), str(out), *NGRAM, "--exclude-all-of", str(slice_set)]
+        done = CliRunner().invoke(main, [*args, "--seed", seed])
+        assert done.exit_code == 0, done.output
+    settings = {"system_name": "ngram_style", "task_name": "pan23", "data": slice_set, "out_dir": tmp_path / "runs"}
+    params = {"model": str(model), "grid_step": 0.05}
+    first = run(**settings, params=params)
+    checksum = first.result["system"]["inputs"]["model"]
+    assert checksum.startswith("sha256:") and run(**settings, params=params).reused  # unchanged: kept
+    shutil.rmtree(model)
+    shutil.copytree(tmp_path / "other", model)  # pre-trained again into the same folder
+    with pytest.raises(HarnessError, match="fitted with other files in the folder of model than are there now"):
+        run(**settings, params=params)
+    (first.run_dir / "result.json").unlink()  # a crash after the fit: the old checkpoint must not be resumed
+    again = run(**settings, params=params)
+    assert not again.reused and again.result["system"]["inputs"]["model"] not in (checksum, None)
+    fresh = run(**settings | {"out_dir": tmp_path / "fresh"}, params=params | {"model": str(tmp_path / "other")})
+    assert again.result["scores"] == fresh.result["scores"] != first.result["scores"]  # fitted on the new model
+
+
+def test_an_encoder_that_read_the_test_texts_is_refused_before_it_answers(
+    forum_slice: Path, slice_set: Path, tmp_path: Path
+):
+    """Audit 10, F1: an encoder pre-trained without this set's test side left out (here: nothing left out; there: a
+    model made for another set of the same posts) answered silently. It is refused, also from its checkpoint; with
+    the test side left out it answers."""
+    from harness.runner import run
+
+    read_all, clean = tmp_path / "read-all", tmp_path / "clean"
+    for out, exclude in ((read_all, []), (clean, ["--exclude-test-of", str(slice_set)])):
+        done = CliRunner().invoke(main, ["pretrain-style", str(forum_slice), str(out), *NGRAM, *exclude])
+        assert done.exit_code == 0, done.output
+    task = Pan23Task()
+    train, test = task.load(slice_set, "train"), task.load(slice_set, "test")
+    system = NgramStyle(model=str(read_all), grid_step=0.05)
+    system.fit(train, seed=0)
+    texts = {text for problem in test.problems for text in problem.texts}
+    with pytest.raises(HarnessError, match=f"ngram_style: the encoder at {read_all} was pre-trained on ") as refused:
+        system.predict(test.problems)
+    assert f" of the {len(texts)} texts it is asked to answer about" in str(refused.value)
+    system.save(tmp_path / "checkpoint")
+    with pytest.raises(HarnessError, match="was pre-trained on "):
+        NgramStyle.load(tmp_path / "checkpoint").predict(test.problems)
+    settings = {"system_name": "ngram_style", "task_name": "pan23", "data": slice_set, "out_dir": tmp_path / "runs"}
+    with pytest.raises(HarnessError, match="was pre-trained on "):
+        run(**settings, params={"model": str(read_all), "grid_step": 0.05})
+    assert 0 <= run(**settings, params={"model": str(clean), "grid_step": 0.05}).result["scores"]["auc"] <= 1
+
+
+def test_the_current_folder_is_refused_as_out_dir_before_any_training(
+    forum_slice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Audit 10, F6: an empty current folder passed the first check, the whole pre-training ran, and then the folder
+    was called "not empty" (its staging folder lay inside it)."""
+    here = tmp_path / "empty"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for out in (".", "./", str(here), ".."):
+        done = CliRunner().invoke(main, ["pretrain-style", str(forum_slice), out, *NGRAM])
+        assert done.exit_code != 0 and "current" in done.output and "name a new folder" in done.output, done.output
+        assert "pre-training" not in done.output
+    assert not any(here.iterdir())
+
+
 def test_without_a_model_it_learns_from_the_training_problems(tmp_path: Path):
     from helpers.pan13 import write_pan13_english
 
@@ -372,7 +446,9 @@ def test_reuse_from_copies_an_earlier_folders_encoders_and_trains_only_the_missi
 
     other_steps = [*recipe[:3], "21", *recipe[4:]]
     refusals = {
-        "another recipe (settings": [*base, str(tmp_path / "r1"), *other_steps, "--reuse-from", str(first)],
+        # by name, with both values (audit 10, F11: the whole settings were printed, cut before what differed)
+        "another recipe (settings.steps: 20 there, 21 here); nothing": [*base, str(tmp_path / "r1"), *other_steps,
+                                                                        "--reuse-from", str(first)],
         "--reuse-from goes with --band-folds": [*base, str(tmp_path / "r2"), *recipe[:6], "--reuse-from", str(first)],
         "no band folds there": [*base, str(tmp_path / "r3"), *recipe, "--reuse-from", str(first / "band-fold-1")],
     }  # fmt: skip
@@ -380,6 +456,36 @@ def test_reuse_from_copies_an_earlier_folders_encoders_and_trains_only_the_missi
         refused = CliRunner().invoke(main, args)
         assert refused.exit_code != 0 and message in refused.output, refused.output
         assert not Path(args[2]).exists()
+
+
+def test_reuse_from_takes_the_same_set_named_by_another_path(
+    forum_slice: Path, slice_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Audit 10, F9: a folder made with the set named by its absolute path was another recipe when named relatively."""
+    base = ["pretrain-style", str(forum_slice)]
+    recipe = ["--encoder", "ngram", "--steps", "20", "--band-folds", "2", *TINY]
+    first = tmp_path / "first"
+    done = CliRunner().invoke(main, [*base, str(first), *recipe, "--exclude-test-of", str(slice_set)])
+    assert done.exit_code == 0, done.output
+    monkeypatch.chdir(slice_set.parent)
+    again = ["--exclude-test-of", slice_set.name, "--reuse-from", str(first)]
+    done = CliRunner().invoke(main, [*base, str(tmp_path / "again"), *recipe, *again])
+    assert done.exit_code == 0 and "3 encoders" in done.output, done.output  # all reused, none trained
+
+
+def test_band_folds_are_refused_before_any_training_where_they_cannot_work(
+    forum_slice: Path, slice_set: Path, tmp_path: Path
+):
+    """Audit 10: folds of 0 or 1 training pairs (F4) failed in the verifier after K + 1 pre-trainings, saying the
+    encoder scored its pairs alike; the same set left out whole and in folds (F5) trained K copies of the main
+    encoder."""
+    base = ["pretrain-style", str(forum_slice), str(tmp_path / "out"), *NGRAM, "--exclude-test-of", str(slice_set)]
+    refused = CliRunner().invoke(main, [*base, "--band-folds", "10"])  # 13 training authors, 30 pairs
+    assert refused.exit_code != 0 and "training pair(s)" in refused.output, refused.output
+    assert "give fewer --band-folds" in refused.output
+    refused = CliRunner().invoke(main, [*base, "--band-folds", "2", "--exclude-all-of", str(slice_set)])
+    assert refused.exit_code != 0 and "also given to --exclude-all-of" in refused.output, refused.output
+    assert "pre-training" not in refused.output and not (tmp_path / "out").exists()
 
 
 def test_band_views_add_encoders_that_see_the_texts_otherwise(forum_slice: Path, slice_set: Path, tmp_path: Path):

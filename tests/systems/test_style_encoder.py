@@ -85,14 +85,18 @@ def test_the_corpus_does_not_follow_the_files_line_order(forum_slice: Path, tmp_
 
 
 def test_a_set_with_gzipped_files_leaves_out_the_same(slice_set: Path, tmp_path: Path):
-    """pan23 reads a set's truth.jsonl.gz; exclusion said "not found\"."""
+    """pan23 reads a set's truth.jsonl.gz; exclusion said "not found", and so did --band-folds (audit 10, F8)."""
+    from systems.style_encoder.band_folds import training_pair_folds
+
     zipped = tmp_path / "zipped"
     shutil.copytree(slice_set, zipped)
-    for path in (zipped / "test" / "truth.jsonl", zipped / "pair_origins.jsonl"):
+    for path in (zipped / "test" / "truth.jsonl", zipped / "train" / "truth.jsonl", zipped / "pair_origins.jsonl"):
         path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
         path.unlink()
     plain, gzipped = excluded_by_sets([slice_set]), excluded_by_sets([zipped])
     assert (gzipped.authors, gzipped.groups, gzipped.post_ids) == (plain.authors, plain.groups, plain.post_ids)
+    folds, plain_folds = training_pair_folds(zipped, 2, seed=0)[0], training_pair_folds(slice_set, 2, seed=0)[0]
+    assert [(ids, part.authors) for ids, part in folds] == [(ids, part.authors) for ids, part in plain_folds]
 
 
 def test_a_set_without_origins_or_with_bad_authors_is_refused(slice_set: Path, tmp_path: Path):
@@ -328,7 +332,9 @@ def test_the_command_pre_trains_on_a_forum_tasks_training_split(forum_slice: Pat
     done = CliRunner().invoke(main, args)
     assert done.exit_code == 0, done.output
     manifest = json.loads((tmp_path / "new" / MANIFEST_NAME).read_text(encoding="utf-8"))
-    assert manifest["excluded"]["training_split_of"] == {"task": "reddit", "task_params": {"cutoff_quantile": 0.6}}
+    made_for = manifest["excluded"]["training_split_of"]
+    assert made_for.pop("split_texts").startswith("sha256:")  # what tells the split a run trains on (forum_ngram_style)
+    assert made_for == {"task": "reddit", "task_params": {"cutoff_quantile": 0.6}}
     assert manifest["corpus"]["left_out"]["outside_training_split"] > 0
     assert "--system reddit_encoder --task reddit" in done.output and "encoder.pooling=cls" in done.output
     assert "--task-param 'cutoff_quantile=0.6'" in done.output  # the run that follows splits the posts alike

@@ -422,6 +422,17 @@ def test_pan_classic_genre_labels_a_corpus_whose_name_gives_none(pan14, tmp_path
     assert_nothing_written(tmp_path / "o2")
 
 
+def test_the_current_folder_is_refused_as_the_output(tmp_path, monkeypatch):
+    """Audit 10, F6: `harness pairs ... .` in an empty folder built the set, then called the folder "not empty"."""
+    source = jsonl_corpus(tmp_path / "texts.jsonl")
+    here = tmp_path / "empty"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    with pytest.raises(HarnessError, match="is the current folder; name a new folder"):
+        build_pairs("jsonl", source, Path("."), pairs=8)
+    assert not any(here.iterdir())
+
+
 def test_overwrite_replaces_the_builders_files_and_keeps_the_users(tmp_path):
     source = jsonl_corpus(tmp_path / "texts.jsonl")
     out = tmp_path / "out"
