@@ -225,10 +225,7 @@ def load_ngram_style(folder: Path) -> tuple[NgramStyleModel, dict[str, Any]]:
     from safetensors.numpy import load_file
 
     folder = Path(folder).expanduser()
-    config_path, weights_path = folder / MODEL_CONFIG, folder / MODEL_WEIGHTS
-    for path in (config_path, weights_path):
-        if not path.is_file():
-            raise HarnessError(f"{path}: not found; name a folder written by `harness pretrain-style --encoder ngram`")
+    config_path, weights_path = _model_files(folder)
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
         arrays = load_file(str(weights_path))
@@ -243,11 +240,17 @@ def model_checksum(folder: Path) -> str:
     """One checksum of every file of a folder `load_ngram_style` reads (with its band fold encoders), for a run's
     fingerprint: a model pre-trained again into the same folder is another input."""
     folder = Path(folder).expanduser()
-    if not (folder / MODEL_CONFIG).is_file():
-        raise HarnessError(
-            f"{folder / MODEL_CONFIG}: not found; name a folder written by `harness pretrain-style --encoder ngram`"
-        )
+    _model_files(folder)
     return sha256_files([path for path in folder.rglob("*") if path.is_file()], root=folder)
+
+
+def _model_files(folder: Path) -> tuple[Path, Path]:
+    """The model folder's config and weights files; a missing one is a HarnessError naming it."""
+    paths = folder / MODEL_CONFIG, folder / MODEL_WEIGHTS
+    for path in paths:
+        if not path.is_file():
+            raise HarnessError(f"{path}: not found; name a folder written by `harness pretrain-style --encoder ngram`")
+    return paths
 
 
 def manifest_summary(manifest: dict[str, Any]) -> dict[str, Any]:
