@@ -65,6 +65,23 @@ def resolve_encoder(encoder: str | None) -> Path:
     return folder
 
 
+# what `harness pretrain-style` (systems.style_encoder.pretraining) writes beside the encoder it fine-tunes
+STYLE_PRETRAINING_MANIFEST = "style_pretraining.json"
+
+
+def style_encoder_checksums(model: str | None) -> dict[str, str]:
+    """`{"encoder.model": checksum}` where `model` is a folder `harness pretrain-style` wrote, else {}: a system's
+    `input_checksums` (`harness.system`), so that an encoder pre-trained again into its folder is fitted again, not
+    answered by a run kept from the old one. Other encoders (the default MiniLM, a Hugging Face model) stay out of
+    the run's fingerprint, which they never were in; a resumed checkpoint checks their identity (`identity_matches`)."""
+    if model is None:
+        return {}
+    folder = Path(model).expanduser()
+    if not (folder / STYLE_PRETRAINING_MANIFEST).is_file():
+        return {}
+    return {"encoder.model": "sha256:" + encoder_identity(folder)}
+
+
 def encoder_identity(folder: Path) -> str:
     """sha256 over the encoder folder's files (names and contents), README and git files aside.
 

@@ -43,7 +43,7 @@ from toolkit.memory import peak_rss_mb, torch_threads
 from toolkit.metric_batches import LazyBatches, epoch_plan
 from toolkit.metric_losses import LOSSES, MetricLoss, TripletLoss
 from toolkit.parts_system import PartsSystem
-from toolkit.pretrained import identity_matches
+from toolkit.pretrained import identity_matches, style_encoder_checksums
 from toolkit.training import check_metric_batches, train_epochs
 
 logger = logging.getLogger("harness")
@@ -163,6 +163,10 @@ class ForumEncoder(PartsSystem):
         self.training_stats: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ training
+
+    def input_checksums(self) -> dict[str, str]:
+        """A style encoder folder's checksum, where `encoder.model` names one (`style_encoder_checksums`)."""
+        return style_encoder_checksums(self.encoder.model)
 
     def _fit(self, train: ForumSplit, *, seed: int) -> None:
         """Train the head (and any trainable encoder layers) on the training split's authors."""

@@ -65,7 +65,7 @@ from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.devices import autocast, resolve_device
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
 from toolkit.legacy import LegacyParams
-from toolkit.pretrained import identity_matches
+from toolkit.pretrained import identity_matches, style_encoder_checksums
 from toolkit.style_space import within_author_whitening
 from toolkit.training import train_epochs
 from toolkit.verifier import CalibratedVerifier
@@ -197,6 +197,10 @@ class SiameseBiLSTM(CalibratedVerifier):
         return self.calibration.objective
 
     # -- the protocol ------------------------------------------------------------------------------
+
+    def input_checksums(self) -> dict[str, str]:
+        """A style encoder folder's checksum, where `encoder.model` names one (`style_encoder_checksums`)."""
+        return style_encoder_checksums(self.encoder.model)
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Train the general head and one head per group, then fit every route's abstain band."""

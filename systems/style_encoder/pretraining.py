@@ -45,11 +45,11 @@ from core.progress import Progress
 from systems.style_encoder.band_folds import fold_exclusions, fold_folder, folds_record, training_pair_folds
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
 from toolkit.band_folds import FOLDS_FILE
-from toolkit.pretrained import resolve_encoder
+from toolkit.pretrained import STYLE_PRETRAINING_MANIFEST, resolve_encoder
 
 logger = logging.getLogger("harness")
 
-MANIFEST_NAME = "style_pretraining.json"
+MANIFEST_NAME = STYLE_PRETRAINING_MANIFEST
 
 
 @dataclass(frozen=True)

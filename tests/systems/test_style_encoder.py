@@ -253,6 +253,13 @@ def test_pretraining_writes_a_model_folder_encoder_wccn_reads(forum_slice: Path,
     system.fit(train, seed=0)
     scores = system.raw_scores(train.problems)
     assert scores.shape == (len(train.problems),) and np.isfinite(scores).all()
+    # its files are in a run's fingerprint, so one pre-trained again into the folder is fitted again (audit 10, F3);
+    # a plain Hugging Face folder, the default encoder among them, stays out of it, as it always was
+    from toolkit.pretrained import encoder_identity
+
+    assert system.input_checksums() == {"encoder.model": "sha256:" + encoder_identity(out)}
+    assert build(EncoderWccn, {"encoder.model": str(encoder)}).input_checksums() == {}
+    assert EncoderWccn().input_checksums() == {}
 
     # never over a folder that holds something
     with pytest.raises(HarnessError, match="not empty"):
