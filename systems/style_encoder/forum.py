@@ -14,6 +14,7 @@ read post by post and averaged (as LUAR reads a Reddit account), not joined into
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,7 +30,7 @@ from systems.style_encoder.ngram import (
     learn_from_task,
     load_ngram_style,
     manifest_summary,
-    model_checksum,
+    model_checksums,
     ngram_settings,
     posts_checksum,
     prepared_keys,
@@ -53,6 +54,8 @@ def split_corpus(train: ForumSplit) -> PretrainingCorpus:
         authors, texts, [[""] * len(posts) for posts in texts], "the task's training split"
     )
 
+
+logger = logging.getLogger("harness")
 
 PRETRAIN_HINT = (
     "pre-train it with `harness pretrain-style POSTS OUT --encoder ngram --train-split-of TASK` and this run's task "
@@ -118,8 +121,8 @@ class ForumNgramStyle:
         return constructor_params(self)
 
     def input_checksums(self) -> dict[str, str]:
-        """The pre-trained model folder's checksum, where one is named (`harness.system.input_checksums`)."""
-        return {"model": model_checksum(Path(self.model))} if self.model is not None else {}
+        """The pre-trained model folder's checksum, where one is named (`model_checksums`)."""
+        return model_checksums(self.model)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -149,6 +152,13 @@ class ForumNgramStyle:
         split (`read_outside`), which `embed` refuses to answer about. A model of other posts is read as it is."""
         made_for = (manifest.get("excluded") or {}).get("training_split_of") or {}
         training = training_keys(train)
+        if made_for and "split_texts" not in made_for:
+            logger.warning(
+                "%s: the encoder at %s was pre-trained before models recorded their training split's texts, so that "
+                "it was made for this run's split (%s with this run's task parameters) cannot be checked; pre-train "
+                "it again to have it checked",
+                self.name, self.model, made_for.get("task"),
+            )  # fmt: skip
         if made_for.get("split_texts") not in (None, keys_digest(training)):
             split = f"{made_for.get('task')} {made_for.get('task_params') or ''}".strip()
             raise HarnessError(

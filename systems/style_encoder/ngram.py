@@ -236,12 +236,15 @@ def load_ngram_style(folder: Path) -> tuple[NgramStyleModel, dict[str, Any]]:
     return NgramStyleModel.from_state(config["state"], arrays, where=folder), config.get("manifest", {})
 
 
-def model_checksum(folder: Path) -> str:
-    """One checksum of every file of a folder `load_ngram_style` reads (with its band fold encoders), for a run's
-    fingerprint: a model pre-trained again into the same folder is another input."""
-    folder = Path(folder).expanduser()
+def model_checksums(model: str | None) -> dict[str, str]:
+    """`{"model": checksum}` of every file of the folder `model=DIR` names (with its band fold encoders), {} without
+    one: a system's `input_checksums` (`harness.system`), so a model pre-trained again into its folder is another
+    input."""
+    if model is None:
+        return {}
+    folder = Path(model).expanduser()
     _model_files(folder)
-    return sha256_files([path for path in folder.rglob("*") if path.is_file()], root=folder)
+    return {"model": sha256_files([path for path in folder.rglob("*") if path.is_file()], root=folder)}
 
 
 def _model_files(folder: Path) -> tuple[Path, Path]:

@@ -38,7 +38,7 @@ from systems.style_encoder.ngram import (
     learn_from_task,
     load_ngram_style,
     manifest_summary,
-    model_checksum,
+    model_checksums,
     ngram_settings,
     prepared_keys,
     read_outside,
@@ -100,8 +100,8 @@ class NgramStyle(CalibratedVerifier):
         self._info: dict[str, Any] = {}
 
     def input_checksums(self) -> dict[str, str]:
-        """The pre-trained model folder's checksum, where one is named (`harness.system.input_checksums`)."""
-        return {"model": model_checksum(Path(self.model))} if self.model is not None else {}
+        """The pre-trained model folder's checksum, where one is named (`model_checksums`)."""
+        return model_checksums(self.model)
 
     @property
     def info(self) -> dict[str, Any]:

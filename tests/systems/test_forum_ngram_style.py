@@ -6,7 +6,9 @@ the mean of its posts' unit embeddings."""
 from __future__ import annotations
 
 import json
+import logging
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +27,9 @@ from tasks.forum.records import sample_texts  # noqa: E402
 from toolkit.text_prep import prepare_text  # noqa: E402
 
 
-def test_a_model_pre_trained_on_the_tasks_training_split_is_read(forum_slice: Path, tmp_path: Path):
+def test_a_model_pre_trained_on_the_tasks_training_split_is_read(
+    forum_slice: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
     model = tmp_path / "model"
     args = ["pretrain-style", str(forum_slice), str(model), "--encoder", "ngram", "--steps", "20"]
     args += ["--dimensions", "24", "--char-features", "4000", "--word-features", "1500"]  # small: a few MB, not 85
@@ -42,6 +46,16 @@ def test_a_model_pre_trained_on_the_tasks_training_split_is_read(forum_slice: Pa
     assert outcome.result["system"]["inputs"]["model"].startswith("sha256:")  # in the fingerprint (audit 10, F3)
     system = ForumNgramStyle.load(outcome.run_dir / "checkpoint")
     assert system.info["model"] == str(model) and system.info["pretraining"]["steps_done"] == manifest["steps_done"]
+
+    # a model pre-trained before split digests were recorded is read, with a warning that it cannot be checked
+    config = json.loads((model / MODEL_CONFIG).read_text(encoding="utf-8"))
+    del config["manifest"]["excluded"]["training_split_of"]["split_texts"]
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / MODEL_CONFIG).write_text(json.dumps(config), encoding="utf-8")
+    shutil.copy(model / "ngram_style.safetensors", tmp_path / "old")
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        ForumNgramStyle(model=str(tmp_path / "old")).fit(make_task("darkweb", {}).load(forum_slice, "train"), seed=0)
+    assert "was pre-trained before models recorded their training split's texts" in caplog.text
 
     # a sample's embedding: the unit mean of its posts' unit embeddings by the pre-trained encoder
     encoder, _ = load_ngram_style(model)
