@@ -393,7 +393,9 @@ def refuse_current_folder(folder: Path) -> None:
     resolved, here = Path(folder).resolve(), Path.cwd().resolve()
     if resolved == here or resolved in here.parents:
         what = "the current folder" if resolved == here else "a folder above the current one"
-        raise HarnessError(f"{folder} is {what}; name a new folder (e.g. {Path(folder) / 'out'})")
+        raise HarnessError(
+            f"{folder} is {what}; name a new folder (e.g. {Path(folder) / 'out'}), or run the command from outside it"
+        )
 
 
 def refuse_used_folder(folder: Path) -> None:
