@@ -22,9 +22,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from core.files import find_data_file
 from harness.system import constructor_params
-from systems.style_encoder.corpus import POSTS_STEM, PretrainingCorpus
+from systems.style_encoder.corpus import PretrainingCorpus, posts_file
 from systems.style_encoder.ngram import (
     NgramStyleModel,
     learn_from_task,
@@ -36,6 +35,7 @@ from systems.style_encoder.ngram import (
     prepared_keys,
     read_outside,
     refuse_read_texts,
+    text_keys,
 )
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
@@ -78,9 +78,8 @@ def _same_posts(manifest: dict[str, Any], train: ForumSplit) -> bool:
     """Whether a model was pre-trained on the posts file this split was read from (by the file's checksum; a split
     read from SYSML's CSV layout has none)."""
     recorded = (manifest.get("corpus") or {}).get("sha256")
-    source = Path(train.source)
     try:
-        path = source if source.is_file() else find_data_file(source, POSTS_STEM)
+        path = posts_file(Path(train.source))
     except DataError:
         return False
     return recorded is not None and recorded == posts_checksum(str(path))
@@ -176,10 +175,10 @@ class ForumNgramStyle:
         """Unit-length means of each sample's unit post embeddings (float32; a sample without text gives zeros)."""
         if self._model is None:
             raise HarnessError(f"{self.name}: not fitted; call fit() or load() first")
-        refuse_read_texts([self._model], [text for sample in samples for text in sample_texts(sample)],
-                          name=self.name, model=self.model)  # fmt: skip
         texts = [[prepare_text(text) for text in sample_texts(sample)] for sample in samples]
         flat = [text for posts in texts for text in posts]
+        if self._model.read is not None:  # the posts prepared once, for the check and the encoder
+            refuse_read_texts([self._model], text_keys(flat), name=self.name, model=self.model)
         vectors = self._model.embed(flat, desc=f"{self.name}: embedding posts") if flat else np.zeros((0, 1))
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)

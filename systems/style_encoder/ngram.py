@@ -202,14 +202,19 @@ def read_outside(model: NgramStyleModel, training: np.ndarray) -> NgramStyleMode
     return model if model.read is None else model._replace(read=np.setdiff1d(model.read, training))
 
 
-def refuse_read_texts(models: Sequence[NgramStyleModel], texts: Sequence[str], *, name: str, model: Any) -> None:
-    """A HarnessError where a pre-trained encoder read any of `texts` outside the run's training data (`read_outside`):
-    they are what a run answers about, and an encoder that learnt from them leaks the test split into its answers
-    (audit 10: a model made for one pair set was read on another of the same posts, silently)."""
+def has_read(models: Sequence[NgramStyleModel]) -> bool:
+    """Whether any of the models keeps which texts it read (`refuse_read_texts` has something to check)."""
+    return any(encoder.read is not None for encoder in models)
+
+
+def refuse_read_texts(models: Sequence[NgramStyleModel], keys: np.ndarray, *, name: str, model: Any) -> None:
+    """A HarnessError where a pre-trained encoder read any of the texts of `keys` (`text_keys` of the prepared texts)
+    outside the run's training data (`read_outside`): they are what a run answers about, and an encoder that learnt
+    from them leaks the test split into its answers (audit 10: a model made for one pair set was read on another of
+    the same posts, silently)."""
     checked = [encoder.read for encoder in models if encoder.read is not None]
-    if not checked or not texts:
+    if not checked or not len(keys):
         return
-    keys = prepared_keys(texts)
     read = max(int(np.isin(keys, encoder_read).sum()) for encoder_read in checked)
     if read:
         raise HarnessError(

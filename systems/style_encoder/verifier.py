@@ -35,6 +35,7 @@ from core.records import Answer, VerificationData, VerificationProblem, Verifica
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
+    has_read,
     learn_from_task,
     load_ngram_style,
     manifest_summary,
@@ -142,8 +143,9 @@ class NgramStyle(CalibratedVerifier):
             self._info = {"model": None, "pretraining": manifest_summary(manifest)}
         both = labels.any() and not labels.all()
         self._info["band_scores_auc"] = float(roc_auc_score(labels, scores)) if both else None
-        training = prepared_keys(distinct_texts(train.problems))
-        self._models = [read_outside(model, training) for model in self._models or []]
+        if self._models and has_read(self._models):
+            training = prepared_keys(distinct_texts(train.problems))
+            self._models = [read_outside(model, training) for model in self._models]
 
     def _fit_fold_encoders(
         self, train: VerificationData, labels: np.ndarray, folder: Path, folds: dict[str, Any], *, seed: int
@@ -191,8 +193,9 @@ class NgramStyle(CalibratedVerifier):
 
     def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
         """The answers; refused where a pre-trained encoder that answers read any of the problems' texts."""
-        if self._models is not None:
-            refuse_read_texts(self._models, distinct_texts(problems), name=self.name, model=self.model)
+        if self._models is not None and has_read(self._models):
+            keys = prepared_keys(distinct_texts(problems))
+            refuse_read_texts(self._models, keys, name=self.name, model=self.model)
         return super().predict(problems)
 
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
