@@ -43,6 +43,7 @@ from toolkit.calibration import cross_fitted_scores, fit_then_score
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig, text_vector
 from toolkit.pretrained import identity_matches, style_encoder_checksums
+from toolkit.read_texts import folder_read_keys
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors, within_author_whitening
 from toolkit.verifier import CalibratedVerifier
 
@@ -162,6 +163,7 @@ class EncoderWccn(CalibratedVerifier):
         extractor = self.extractor()
         self._layers = self.encoder.layer_indices(extractor.num_layers)
         self._encoder_identity = extractor.identity
+        self.keep_texts_read([folder_read_keys(self.encoder.model)], train, self.encoder.model)
         texts = list(dict.fromkeys(text for problem in train.problems for text in problem.texts))
         vectors = dict(zip(texts, self._text_vectors(texts, desc="encoding training texts"), strict=True))
 
@@ -216,6 +218,7 @@ class EncoderWccn(CalibratedVerifier):
         if any(len(fold_names) != 1 for fold_names in names):
             raise HarnessError(f"{folder}: {len(names[0])} encoders a band fold; {self.name} reads one a fold")
         extractors = [self.fold_extractor(fold_names[0]) for fold_names in names]
+        self.keep_texts_read([folder_read_keys(folder / fold_names[0]) for fold_names in names], train, folder)
         self._layers = self.encoder.layer_indices(extractors[0].num_layers)
         texts = list(dict.fromkeys(text for problem in train.problems for text in problem.texts))
         vectors = [
@@ -379,6 +382,7 @@ class EncoderWccn(CalibratedVerifier):
         system = build(cls, runtime_params(params, runtime, where=where))
         try:
             system.restore_band(state, where=where)
+            system.restore_texts_read(state, arrays)
             system._layers = [int(layer) for layer in state["layers"]]
             system._info = dict(state.get("info") or {})
             if "folds" in state:

@@ -73,6 +73,7 @@ from core.errors import HarnessError
 from core.records import VerificationData, VerificationProblem
 from harness.seeding import legacy_seed
 from toolkit.calibration import author_disjoint_folds, band_objective, objective_function, truth_authors
+from toolkit.read_texts import TextsRead
 from toolkit.verifier import CalibratedVerifier, check_folds, require_both_classes
 
 DEFAULT_MEMBERS: tuple[str, ...] = ("cngdist", "compressor", "pair_features", "tfidf", "wccn")
@@ -478,6 +479,17 @@ class StackedEnsemble(CalibratedVerifier):
         if self._answers_as_lone_member():
             return np.array([answer.value for answer in self._systems[0][0].predict(problems)], dtype=np.float64)
         return super().answer_values(problems)
+
+    def texts_read(self) -> list[TextsRead]:
+        """What the answering members' pre-trained encoders read outside the training data: `predict` refuses to
+        answer about it (the members' scores, which the meta-model reads, are not checked one by one)."""
+        assert self._systems is not None
+        return [
+            read._replace(encoder=f"{read.encoder} (member {member.name})")
+            for group in self._systems
+            for member in group
+            for read in getattr(member, "texts_read", list)()
+        ]
 
     def scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """The meta-model's probabilities before the band; where one refitted member answers, its values."""

@@ -3,9 +3,10 @@
 A verifier writes `raw_scores` (a number per problem, higher: more likely the same author), passes its
 constructor's `locals()` to the base (which keeps each parameter under its own name), and fits in `_fit`, where
 it fits the band with `cross_fit_band` (out-of-fold raw scores) or `fit_band`. The base owns the rest: the band
-settings (`grid_step`, `objective`, `calibration_folds`, `calibration_by`), the probability map and `predict`, the
-fitted check, `params`, and the checkpoint (`save`/`load`; the band's state keys "band", "seed" and "calibration", the
-verifier's own through `_state` and `_restore`). Each band `fit_band` fits is kept with its input in `band_fits` (not
+settings (`grid_step`, `objective`, `calibration_folds`, `calibration_by`), the probability map and `predict` (which
+refuses to answer about texts a pre-trained encoder read: `keep_texts_read`), the fitted check, `params`, and the
+checkpoint (`save`/`load`; the band's state keys "band", "seed" and "calibration", the verifier's own through `_state`
+and `_restore`). Each band `fit_band` fits is kept with its input in `band_fits` (not
 saved), and `answering_band_fit` is the one that answers: a diagnosis reads there what the band was fitted on.
 A new verifier is one class (tests/toolkit/test_verifier_base.py has it whole) and a line in
 `harness.registry.SYSTEMS`:
@@ -56,6 +57,7 @@ from toolkit.calibration import (
     truth_authors,
 )
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
+from toolkit.read_texts import TextsRead, prepared_keys, read_outside, refuse_read_texts
 
 _Verifier = TypeVar("_Verifier", bound="CalibratedVerifier")
 
@@ -121,6 +123,7 @@ class CalibratedVerifier:
         self._band: AbstainBand | None = None
         self._seed: int | None = None
         self._calibration: dict[str, Any] | None = None
+        self._read: TextsRead | None = None  # what a pre-trained encoder that answers read (`keep_texts_read`)
         # every band the last fit fitted, with its input, for diagnosis (benchmarks/band_shift.py); not saved
         self.band_fits: list[BandFit] = []
 
@@ -146,13 +149,24 @@ class CalibratedVerifier:
     def fit(self, train: VerificationData, *, seed: int) -> None:
         """Fit on a split with truth (`_fit`), the band included; `seed` seeds the folds and any randomness."""
         labels = training_labels(train)
-        self._band, self._calibration, self._seed = None, None, seed
+        self._band, self._calibration, self._seed, self._read = None, None, seed, None
         self.band_fits = []
         self._fit(train, labels, seed=seed)
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Fit the verifier's own state and its band (`cross_fit_band` or `fit_band`) on `train`."""
         raise NotImplementedError
+
+    def keep_texts_read(self, reads: Sequence[np.ndarray | None], train: VerificationData, encoder: Any) -> None:
+        """Keep what the pre-trained encoder(s) at `encoder` that answer read (`reads`: each one's `text_keys`, None
+        where it keeps none) outside `train`'s texts: `predict` refuses to answer about it (`toolkit.read_texts`)."""
+        if any(read is not None for read in reads):
+            training = prepared_keys({text for problem in train.problems for text in problem.texts})
+            self._read = read_outside(reads, training, encoder)
+
+    def texts_read(self) -> list[TextsRead]:
+        """What the pre-trained encoders that answer for this verifier read outside its training data."""
+        return [] if self._read is None else [self._read]
 
     def fit_band(self, train: VerificationData, scores: np.ndarray, labels: np.ndarray) -> AbstainBand:
         """The band that maximises `objective` (for `train`'s ranking where it is "task") on these scores.
@@ -213,10 +227,15 @@ class CalibratedVerifier:
         return self.band.apply(self.probabilities(raw))
 
     def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
-        """Calibrated raw scores: below the band "different", inside it 0.5, above it "same"."""
+        """Calibrated raw scores: below the band "different", inside it 0.5, above it "same"; refused where a
+        pre-trained encoder that answers read any of the problems' texts (`texts_read`)."""
         self._check_fitted()
         if not problems:
             return []
+        reads = self.texts_read()
+        if reads:
+            keys = prepared_keys({text for problem in problems for text in problem.texts})
+            refuse_read_texts(reads, keys, name=self.name)
         values = self.answer_values(problems)
         return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
 
@@ -245,6 +264,9 @@ class CalibratedVerifier:
         """The parameters, band, seed and the verifier's own state (`_state`) in config.json and safetensors."""
         self._check_fitted()
         state, arrays = self._state()
+        if self._read is not None:
+            read_state, read_arrays = self._read.checkpoint()
+            state, arrays = state | read_state, arrays | read_arrays
         save_checkpoint(directory, system=self.name, params=self.params(), state=state, arrays=arrays)
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -266,6 +288,7 @@ class CalibratedVerifier:
         try:
             system = cls(**params)
             system.restore_band(state, where=where)
+            system.restore_texts_read(state, arrays)
             system._restore(state, arrays, where=where)
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise HarnessError(f"{directory}: malformed {cls.name} checkpoint ({error!r})") from error
@@ -276,6 +299,10 @@ class CalibratedVerifier:
         self._band = self._read_band(state["band"], where=where)
         self._seed = state.get("seed")
         self._calibration = state.get("calibration")  # absent in checkpoints written before cross-fitting
+
+    def restore_texts_read(self, state: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        """Set what a pre-trained encoder read (`keep_texts_read`) from a checkpoint."""
+        self._read = TextsRead.from_checkpoint(state, arrays)
 
     def _read_band(self, value: Any, *, where: Path) -> AbstainBand | None:
         return band_from_state(value, where=where)

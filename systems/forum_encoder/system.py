@@ -37,13 +37,22 @@ from core.errors import HarnessError
 from systems.forum_encoder.encoding import PostEncoder, PostEncoderConfig
 from systems.forum_encoder.head import ProjectionHead, SampleHead
 from systems.forum_encoder.sampling import PostRowsBatch, Sampling, TrainingPosts, post_rows_batch, training_posts
-from tasks.forum.records import ForumSample, ForumSplit, sample_texts
+from tasks.forum.records import ForumSample, ForumSplit, sample_texts, split_posts_file
 from toolkit.devices import resolve_device, warn_if_gpu_sized
 from toolkit.memory import peak_rss_mb, torch_threads
 from toolkit.metric_batches import LazyBatches, epoch_plan
 from toolkit.metric_losses import LOSSES, MetricLoss, TripletLoss
 from toolkit.parts_system import PartsSystem
 from toolkit.pretrained import identity_matches, style_encoder_checksums
+from toolkit.read_texts import (
+    TextsRead,
+    folder_read_keys,
+    prepared_keys,
+    pretraining_manifest,
+    read_outside,
+    refuse_other_split,
+    refuse_read_texts,
+)
 from toolkit.training import check_metric_batches, train_epochs
 
 logger = logging.getLogger("harness")
@@ -160,6 +169,7 @@ class ForumEncoder(PartsSystem):
         self.cache_dir = None if cache_dir is None else str(cache_dir)
         self._post_encoder: PostEncoder | None = None
         self._head: SampleHead | None = None
+        self._pretrained_read: TextsRead | None = None  # what a pre-trained style encoder read (`_texts_read`)
         self.training_stats: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ training
@@ -170,6 +180,7 @@ class ForumEncoder(PartsSystem):
 
     def _fit(self, train: ForumSplit, *, seed: int) -> None:
         """Train the head (and any trainable encoder layers) on the training split's authors."""
+        self._pretrained_read = self._texts_read(train)  # before the training: a refusal comes at once
         device = resolve_device(self.device)
         warn_if_gpu_sized(self.name, self.preset, device)
         torch.manual_seed(seed)
@@ -265,6 +276,18 @@ class ForumEncoder(PartsSystem):
         if device.startswith("cuda"):
             self.training_stats["peak_cuda_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
 
+    def _texts_read(self, train: ForumSplit) -> TextsRead | None:
+        """What a style encoder pre-trained by `harness pretrain-style` (`encoder.model`) read outside the training
+        split, which `embed` refuses to answer about; refused at once where it was made for another training split,
+        or on these posts with none (`toolkit.read_texts.refuse_other_split`). Any other encoder: None."""
+        model = self.encoder.model
+        read, manifest = folder_read_keys(model), pretraining_manifest(model)
+        if read is None and manifest is None:
+            return None
+        if manifest is not None:
+            refuse_other_split(manifest, train, split_posts_file(train), name=self.name, model=model)
+        return read_outside([read], prepared_keys(train.held_texts()), model)
+
     def _post_vectors_of(self, encoder: PostEncoder, posts: TrainingPosts, device: str) -> torch.Tensor | None:
         """A frozen encoder's vectors of every training post, computed once (None when fine-tuning)."""
         if not self.encoder.frozen:
@@ -287,6 +310,9 @@ class ForumEncoder(PartsSystem):
         empty = [i for i, own in enumerate(texts) if not own]
         if empty:
             raise HarnessError(f"{self.name}: {len(empty)} sample(s) have no posts (first: sample {empty[0]})")
+        if self._pretrained_read is not None:
+            keys = prepared_keys(text for own in texts for text in own)
+            refuse_read_texts([self._pretrained_read], keys, name=self.name)
         if not texts:
             return np.zeros((0, head.linear.out_features), dtype=np.float32)
         with torch_threads(self.cpu_threads):
@@ -311,6 +337,9 @@ class ForumEncoder(PartsSystem):
             "encoder": {"identity": encoder.identity, "folder": str(encoder.folder), "width": encoder.width},
             "training": self.training_stats,
         }
+        if self._pretrained_read is not None:
+            read_state, read_arrays = self._pretrained_read.checkpoint()
+            state, arrays = state | read_state, arrays | read_arrays
         self._save(directory, state=state, arrays=arrays)
 
     @classmethod
@@ -342,6 +371,7 @@ class ForumEncoder(PartsSystem):
         encoder.load_trainable_state(tuned, where=directory)
         system._post_encoder, system._head = encoder, head.to(device).eval()
         system.training_stats = dict(state.get("training", {}))
+        system._pretrained_read = TextsRead.from_checkpoint(state, arrays)
         return system
 
 

@@ -66,6 +66,7 @@ from toolkit.devices import autocast, resolve_device
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
 from toolkit.legacy import LegacyParams
 from toolkit.pretrained import identity_matches, style_encoder_checksums
+from toolkit.read_texts import folder_read_keys
 from toolkit.style_space import within_author_whitening
 from toolkit.training import train_epochs
 from toolkit.verifier import CalibratedVerifier
@@ -214,6 +215,7 @@ class SiameseBiLSTM(CalibratedVerifier):
             self._groups = self._explicit_groups
         split = split_validation(corpus, self.calibration.validation_share, seed=seed)
         extractor = self.extractor()
+        self.keep_texts_read([folder_read_keys(self.encoder.model)], train, self.encoder.model)
         with duration("siamese_bilstm features", timings):
             features = extractor.features(corpus.texts, desc="encoding training texts")
         layer_index = self.encoder.layer_indices(extractor.num_layers)
@@ -359,6 +361,7 @@ class SiameseBiLSTM(CalibratedVerifier):
             input_size = int(state["input_size"])
             names = [str(name) for name in state["heads"]]
             system.restore_band(state, where=config_path)
+            system.restore_texts_read(state, arrays)
             # the groups it routed by (derived from its training types); older checkpoints stored the paper's
             # or null, and route by the groups parameter as they did
             if state.get("groups") is not None:

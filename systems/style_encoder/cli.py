@@ -126,13 +126,13 @@ def pretrain_style(
         exclusions.merge(excluded_by_sets(exclude_all_sets, splits=("train", "test")))
     if train_split_of is not None:
         from harness.runner import make_task
-        from systems.style_encoder.forum import keys_digest, training_keys
+        from toolkit.read_texts import keys_digest, split_keys
 
         params = dict(task_params or {})
         task = make_task(train_split_of, params)
         exclusions.only_post_ids = training_split_of(task, train_split_of, params, posts)
         # what the split holds, which a run's training split is compared with (forum_ngram_style)
-        texts = keys_digest(training_keys(task.load(Path(posts), "train")))
+        texts = keys_digest(split_keys(task.load(Path(posts), "train").post_texts()))
         exclusions.training_split_of = {"task": train_split_of, "task_params": params, "split_texts": texts}
     corpus = pretraining_corpus(posts, exclusions)
     logger.info(

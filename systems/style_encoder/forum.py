@@ -13,17 +13,15 @@ read post by post and averaged (as LUAR reads a Reddit account), not joined into
 
 from __future__ import annotations
 
-import hashlib
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from core.errors import DataError, HarnessError
+from core.errors import HarnessError
 from harness.system import constructor_params
-from systems.style_encoder.corpus import PretrainingCorpus, posts_file
+from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
     learn_from_task,
@@ -31,14 +29,10 @@ from systems.style_encoder.ngram import (
     manifest_summary,
     model_checksums,
     ngram_settings,
-    posts_checksum,
-    prepared_keys,
-    read_outside,
-    refuse_read_texts,
-    text_keys,
 )
-from tasks.forum.records import ForumSample, ForumSplit, sample_texts
+from tasks.forum.records import ForumSample, ForumSplit, sample_texts, split_posts_file
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
+from toolkit.read_texts import TextsRead, prepared_keys, read_outside, refuse_other_split, refuse_read_texts, text_keys
 from toolkit.text_prep import prepare_text
 
 
@@ -53,36 +47,6 @@ def split_corpus(train: ForumSplit) -> PretrainingCorpus:
     return PretrainingCorpus.unthreaded(
         authors, texts, [[""] * len(posts) for posts in texts], "the task's training split"
     )
-
-
-logger = logging.getLogger("harness")
-
-PRETRAIN_HINT = (
-    "pre-train it with `harness pretrain-style POSTS OUT --encoder ngram --train-split-of TASK` and this run's task "
-    "parameters"
-)
-
-
-def training_keys(train: ForumSplit) -> np.ndarray:
-    """The keys of a forum split's post texts (`prepared_keys`): what it holds, whatever the task's parameters."""
-    return prepared_keys([text for texts in train.post_texts() for text in texts if text.strip()])
-
-
-def keys_digest(keys: np.ndarray) -> str:
-    """One checksum of a split's `training_keys`: tells the training split a model was pre-trained on
-    (`pretrain-style --train-split-of`) from a run's (the task's own checksum is the posts file's)."""
-    return "sha256:" + hashlib.sha256(np.ascontiguousarray(keys, dtype="<u8").tobytes()).hexdigest()
-
-
-def _same_posts(manifest: dict[str, Any], train: ForumSplit) -> bool:
-    """Whether a model was pre-trained on the posts file this split was read from (by the file's checksum; a split
-    read from SYSML's CSV layout has none)."""
-    recorded = (manifest.get("corpus") or {}).get("sha256")
-    try:
-        path = posts_file(Path(train.source))
-    except DataError:
-        return False
-    return recorded is not None and recorded == posts_checksum(str(path))
 
 
 class ForumNgramStyle:
@@ -145,31 +109,12 @@ class ForumNgramStyle:
     def _read_in_this_split(
         self, model: NgramStyleModel, manifest: dict[str, Any], train: ForumSplit
     ) -> NgramStyleModel:
-        """The model, refused where it was pre-trained on these posts but not on this run's training split alone
-        (audit 10, F2: an encoder of another split's training side learnt this split's test authors from their other
-        posts, and reddit's EER fell from 0.225 to 0.087); else keeping only the texts it read outside the training
-        split (`read_outside`), which `embed` refuses to answer about. A model of other posts is read as it is."""
-        made_for = (manifest.get("excluded") or {}).get("training_split_of") or {}
-        training = training_keys(train)
-        if made_for and "split_texts" not in made_for:
-            logger.warning(
-                "%s: the encoder at %s was pre-trained before models recorded their training split's texts, so that "
-                "it was made for this run's split (%s with this run's task parameters) cannot be checked; pre-train "
-                "it again to have it checked",
-                self.name, self.model, made_for.get("task"),
-            )  # fmt: skip
-        if made_for.get("split_texts") not in (None, keys_digest(training)):
-            split = f"{made_for.get('task')} {made_for.get('task_params') or ''}".strip()
-            raise HarnessError(
-                f"{self.name}: the encoder at {self.model} was pre-trained on the training split of {split}, not on "
-                f"this run's (another task or other task parameters), so it may know the test authors; {PRETRAIN_HINT}"
-            )
-        if not made_for and _same_posts(manifest, train):
-            raise HarnessError(
-                f"{self.name}: the encoder at {self.model} was pre-trained on these posts, its test side included; "
-                f"{PRETRAIN_HINT}"
-            )
-        return read_outside(model, training)
+        """The model, refused where it was made for another training split or on these posts with none
+        (`toolkit.read_texts.refuse_other_split`); else keeping only the texts it read outside the training split,
+        which `embed` refuses to answer about. A model of other posts is read as it is."""
+        refuse_other_split(manifest, train, split_posts_file(train), name=self.name, model=self.model)
+        read = read_outside([model.read], prepared_keys(train.held_texts()), self.model)
+        return model._replace(read=None if read is None else read.keys)
 
     def embed(self, samples: Sequence[ForumSample]) -> np.ndarray:
         """Unit-length means of each sample's unit post embeddings (float32; a sample without text gives zeros)."""
@@ -178,7 +123,8 @@ class ForumNgramStyle:
         texts = [[prepare_text(text) for text in sample_texts(sample)] for sample in samples]
         flat = [text for posts in texts for text in posts]
         if self._model.read is not None:  # the posts prepared once, for the check and the encoder
-            refuse_read_texts([self._model], text_keys(flat), name=self.name, model=self.model)
+            read = TextsRead(self._model.read, str(self.model))
+            refuse_read_texts([read], text_keys(flat), name=self.name)
         vectors = self._model.embed(flat, desc=f"{self.name}: embedding posts") if flat else np.zeros((0, 1))
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)

@@ -38,6 +38,7 @@ from core.progress import Progress
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus
 from systems.style_encoder.pretraining import PairSampler, StylePretraining, pair_auc, symmetric_info_nce
 from toolkit.band_folds import FOLDS_FILE, fold_folders
+from toolkit.read_texts import READ_KEYS, text_keys
 from toolkit.style_space import Basis, StyleSpace, fit_basis, within_author_whitening
 
 logger = logging.getLogger("harness")
@@ -133,14 +134,11 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
 
 
-READ_KEYS = "read_text_keys"  # the weights' array of `NgramStyleModel.read`
-
-
 class NgramStyleModel(NamedTuple):
     """A trained n-gram style encoder: the whitened style space and the projection on top.
 
-    A model pre-trained on posts keeps which texts it read (`read`, `text_keys` of every post of its corpus, held-out
-    authors' too: they chose the kept step), so that a verifier refuses to answer about them (`refuse_read_texts`).
+    A model pre-trained on posts keeps which texts it read (`read`: `toolkit.read_texts`), so that a system answering
+    with it refuses to answer about them.
     """
 
     space: StyleSpace
@@ -180,49 +178,6 @@ class NgramStyleModel(NamedTuple):
             raise HarnessError(f"{where}: the projection's shapes do not fit a {d}-dimensional style space")
         read = arrays.get(READ_KEYS)  # absent from models written before 2026-12-01: those are not checked
         return cls(space, projection, None if read is None else np.asarray(read, dtype=np.uint64))
-
-
-def text_keys(texts: Sequence[str]) -> np.ndarray:
-    """Sorted distinct 64-bit keys of prepared texts (`toolkit.splits.text_key`: equal up to white space)."""
-    from toolkit.splits import text_key
-
-    return np.unique(np.array([int(text_key(text)[:16], 16) for text in texts], dtype=np.uint64))
-
-
-def prepared_keys(texts: Sequence[str]) -> np.ndarray:
-    """`text_keys` of raw texts, prepared as pre-training prepared its posts."""
-    from toolkit.text_prep import prepare_text
-
-    return text_keys([prepare_text(text) for text in texts])
-
-
-def read_outside(model: NgramStyleModel, training: np.ndarray) -> NgramStyleModel:
-    """The model, keeping of the texts it read only those outside the run's training data (`training`: keys): a
-    test text equal to a training text (PAN14 reuses texts; "thanks" posts recur) is no leak of the encoder's."""
-    return model if model.read is None else model._replace(read=np.setdiff1d(model.read, training))
-
-
-def has_read(models: Sequence[NgramStyleModel]) -> bool:
-    """Whether any of the models keeps which texts it read (`refuse_read_texts` has something to check)."""
-    return any(encoder.read is not None for encoder in models)
-
-
-def refuse_read_texts(models: Sequence[NgramStyleModel], keys: np.ndarray, *, name: str, model: Any) -> None:
-    """A HarnessError where a pre-trained encoder read any of the texts of `keys` (`text_keys` of the prepared texts)
-    outside the run's training data (`read_outside`): they are what a run answers about, and an encoder that learnt
-    from them leaks the test split into its answers (audit 10: a model made for one pair set was read on another of
-    the same posts, silently)."""
-    checked = [encoder.read for encoder in models if encoder.read is not None]
-    if not checked or not len(keys):
-        return
-    read = max(int(np.isin(keys, encoder_read).sum()) for encoder_read in checked)
-    if read:
-        raise HarnessError(
-            f"{name}: the encoder at {model} was pre-trained on {read} of the {len(keys)} texts it is asked to answer "
-            "about, so its answers would rest on them; pre-train it with them left out: `harness pretrain-style POSTS "
-            "OUT --encoder ngram --exclude-test-of SET` for a pan23 set SET, or `--train-split-of TASK` with this "
-            "run's task parameters for darkweb and reddit"
-        )
 
 
 def load_ngram_style(folder: Path) -> tuple[NgramStyleModel, dict[str, Any]]:

@@ -20,9 +20,10 @@ learns anything that generalises to authors it never saw; the weights of the bes
 (early stopping: a few thousand authors are overfitted long before a GPU preset's steps are done). The history goes
 to the manifest.
 
-The result is a plain Hugging Face model folder (config, weights, tokenizer) plus `style_pretraining.json`, written
-whole or not at all. With band folds (`pretrain_style_encoder_folds`, `--band-folds K`) it also holds K more such
-folders, each pre-trained without a K-th of a set's training authors, whose scores `encoder_wccn` fits its band on.
+The result is a plain Hugging Face model folder (config, weights, tokenizer) plus `style_pretraining.json` and the
+keys of the posts it read (`toolkit.read_texts`: a run refuses to answer about them), written whole or not at all.
+With band folds (`pretrain_style_encoder_folds`, `--band-folds K`) it also holds K more such folders, each pre-trained
+without a K-th of a set's training authors, whose scores `encoder_wccn` fits its band on.
 Presets: "cpu" (a few hundred steps of 16 authors, the top 2 layers: minutes on a laptop) and
 "gpu" (the paper-sized setting: 256 authors a batch, every layer, mixed precision).
 """
@@ -46,6 +47,7 @@ from systems.style_encoder.band_folds import fold_exclusions, fold_folder, folds
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
 from toolkit.band_folds import FOLDS_FILE
 from toolkit.pretrained import STYLE_PRETRAINING_MANIFEST, resolve_encoder
+from toolkit.read_texts import text_keys, write_read_keys
 
 logger = logging.getLogger("harness")
 
@@ -226,6 +228,7 @@ class TrainedEncoder(NamedTuple):
     model: Any
     tokenizer: Any
     manifest: dict[str, Any]
+    read: np.ndarray  # `text_keys` of every post of its corpus (`toolkit.read_texts`)
 
 
 def write_style_encoder(trained: TrainedEncoder, folder: Path, final: Path) -> dict[str, Any]:
@@ -236,6 +239,7 @@ def write_style_encoder(trained: TrainedEncoder, folder: Path, final: Path) -> d
     manifest = trained.manifest | {"use": f"--param encoder.model={final} --param encoder.layers=[{layers}]"}
     trained.model.to("cpu").save_pretrained(folder)
     trained.tokenizer.save_pretrained(folder)
+    write_read_keys(folder, trained.read)  # so that no run answers about what it read
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     give_open_permissions(folder)  # save_pretrained's safetensors file is private (0600)
     return manifest
@@ -364,7 +368,8 @@ def train_style_encoder(
         "seconds": round(time.perf_counter() - started, 1),
     }
     model.eval()
-    return TrainedEncoder(model, tokenizer, manifest)
+    read = text_keys(text for texts in corpus.texts for text in texts)
+    return TrainedEncoder(model, tokenizer, manifest, read)
 
 
 def _trainable_parameters(model: Any, layers: int | None) -> list[Any]:

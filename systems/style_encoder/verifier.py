@@ -31,22 +31,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.errors import HarnessError
-from core.records import Answer, VerificationData, VerificationProblem, VerificationTruth
+from core.records import VerificationData, VerificationProblem, VerificationTruth
 from systems.style_encoder.corpus import PretrainingCorpus
 from systems.style_encoder.ngram import (
     NgramStyleModel,
-    has_read,
     learn_from_task,
     load_ngram_style,
     manifest_summary,
     model_checksums,
     ngram_settings,
-    prepared_keys,
-    read_outside,
-    refuse_read_texts,
 )
 from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, made_for, not_read, read_folds
 from toolkit.calibration import fit_then_score
+from toolkit.read_texts import read_outside
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors, text_types
 from toolkit.verifier import CalibratedVerifier
 
@@ -143,9 +140,8 @@ class NgramStyle(CalibratedVerifier):
             self._info = {"model": None, "pretraining": manifest_summary(manifest)}
         both = labels.any() and not labels.all()
         self._info["band_scores_auc"] = float(roc_auc_score(labels, scores)) if both else None
-        if self._models and has_read(self._models):
-            training = prepared_keys(distinct_texts(train.problems))
-            self._models = [read_outside(model, training) for model in self._models]
+        self.keep_texts_read([model.read for model in self._models], train, self.model)
+        self._models = [model._replace(read=None) for model in self._models]  # kept once, by the base
 
     def _fit_fold_encoders(
         self, train: VerificationData, labels: np.ndarray, folder: Path, folds: dict[str, Any], *, seed: int
@@ -191,13 +187,6 @@ class NgramStyle(CalibratedVerifier):
         except HarnessError as error:
             raise HarnessError(f"{self.name}: {error}") from None
 
-    def predict(self, problems: Sequence[VerificationProblem]) -> list[Answer]:
-        """The answers; refused where a pre-trained encoder that answers read any of the problems' texts."""
-        if self._models is not None and has_read(self._models):
-            keys = prepared_keys(distinct_texts(problems))
-            refuse_read_texts(self._models, keys, name=self.name, model=self.model)
-        return super().predict(problems)
-
     def raw_scores(self, problems: Sequence[VerificationProblem]) -> np.ndarray:
         """(1 + cosine) / 2 of each problem's known (mean) and unknown embeddings; with band fold encoders, the
         logistic of the mean of their cosines, each standardised on its own scale."""
@@ -241,3 +230,7 @@ class NgramStyle(CalibratedVerifier):
             if len(self._scales) != len(self._models) or any(not sd > 0 for _, sd in self._scales):
                 raise HarnessError(f"{where}: band fold scales do not fit its encoders; edited or corrupted")
         self._info = dict(state.get("info") or {})
+        reads = [model.read for model in self._models]  # each model's, in checkpoints written on 2026-12-01
+        if self._read is None and any(read is not None for read in reads):
+            self._read = read_outside(reads, np.zeros(0, dtype=np.uint64), self.model)
+        self._models = [model._replace(read=None) for model in self._models]

@@ -68,6 +68,10 @@ class DarkwebData(NamedTuple):
         """The texts of the episodes' posts, one tuple per episode (tasks.forum.records.ForumSplit)."""
         return tuple(tuple(post.text for post in episode.posts) for episode in self.episodes)
 
+    def held_texts(self) -> tuple[str, ...]:
+        """The raw text of every post of the split, in an episode or not (tasks.forum.records.ForumSplit)."""
+        return tuple(post.text for post in self.posts)
+
     def sequence_authors(self) -> tuple[str, ...]:
         """The person behind each episode of `post_texts` (tasks.forum.records.ForumSplit)."""
         return tuple(episode.person for episode in self.episodes)

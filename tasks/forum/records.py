@@ -130,6 +130,12 @@ class ForumSplit(Protocol):
         author's stream), oldest first."""
         ...
 
+    def held_texts(self) -> tuple[str, ...]:
+        """The text of every post the split holds, in a sequence or not (a darkweb split keeps posts outside its
+        episodes), as the posts file has it (before a task's pre-processing): what a model made for the split
+        (`harness pretrain-style --train-split-of`) may have read."""
+        ...
+
     def sequence_authors(self) -> tuple[str, ...]:
         """Who wrote each sequence of `post_texts` (a darkweb episode's person, a reddit stream's author): a
         training label, for systems that learn what varies within one author."""
@@ -140,3 +146,13 @@ def sample_texts(sample: ForumSample) -> tuple[str, ...]:
     """The texts of a sample's posts, oldest first, whichever forum task the sample comes from."""
     posts = sample.posts if isinstance(sample, PostsSample) else sample
     return tuple(post.text for post in posts)
+
+
+def split_posts_file(split: ForumSplit) -> Path | None:
+    """The posts file a split was read from; None where it came from another layout (SYSML's CSV files)."""
+    from tasks.forum.reader import find_posts_file
+
+    try:
+        return find_posts_file(Path(split.source))
+    except DataError:
+        return None

@@ -96,6 +96,10 @@ class RedditData:
         """The texts of the split's posts, one tuple per author stream (tasks.forum.records.ForumSplit)."""
         return tuple(tuple(action.text for action in stream.actions) for stream in self.streams)
 
+    def held_texts(self) -> tuple[str, ...]:
+        """The text of every post of the split: its streams hold them all (tasks.forum.records.ForumSplit)."""
+        return tuple(text for texts in self.post_texts() for text in texts)
+
     def sequence_authors(self) -> tuple[str, ...]:
         """The author of each stream of `post_texts` (tasks.forum.records.ForumSplit)."""
         return tuple(stream.author for stream in self.streams)

@@ -21,9 +21,10 @@ from click.testing import CliRunner  # noqa: E402
 from core.errors import HarnessError  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.runner import make_task, run  # noqa: E402
-from systems.style_encoder.forum import ForumNgramStyle, keys_digest, split_corpus, training_keys  # noqa: E402
+from systems.style_encoder.forum import ForumNgramStyle, split_corpus  # noqa: E402
 from systems.style_encoder.ngram import MODEL_CONFIG, load_ngram_style  # noqa: E402
 from tasks.forum.records import sample_texts  # noqa: E402
+from toolkit.read_texts import keys_digest, split_keys  # noqa: E402
 from toolkit.text_prep import prepare_text  # noqa: E402
 
 
@@ -37,7 +38,8 @@ def test_a_model_pre_trained_on_the_tasks_training_split_is_read(
     assert done.exit_code == 0, done.output
     assert f"--system forum_ngram_style --task darkweb --data {forum_slice} --param model={model}" in done.output
     manifest = json.loads((model / MODEL_CONFIG).read_text(encoding="utf-8"))["manifest"]
-    split = keys_digest(training_keys(make_task("darkweb", {}).load(forum_slice, "train")))  # what tells the split
+    train = make_task("darkweb", {}).load(forum_slice, "train")
+    split = keys_digest(split_keys(train.post_texts()))  # what tells the split
     assert manifest["excluded"]["training_split_of"] == {"task": "darkweb", "task_params": {}, "split_texts": split}
 
     outcome = run(system_name="forum_ngram_style", task_name="darkweb", data=forum_slice, out_dir=tmp_path / "runs",
@@ -46,6 +48,11 @@ def test_a_model_pre_trained_on_the_tasks_training_split_is_read(
     assert outcome.result["system"]["inputs"]["model"].startswith("sha256:")  # in the fingerprint (audit 10, F3)
     system = ForumNgramStyle.load(outcome.run_dir / "checkpoint")
     assert system.info["model"] == str(model) and system.info["pretraining"]["steps_done"] == manifest["steps_done"]
+    # it read nothing outside the split: the split's posts outside its episodes, and the raw forms of those the task's
+    # pre-processing changed, were taken for test texts, and on the real darkweb posts 7 test posts that repeat one
+    # of them were refused
+    assert set(train.held_texts()) - {text for texts in train.post_texts() for text in texts}
+    assert system._model is not None and system._model.read is not None and len(system._model.read) == 0
 
     # a model pre-trained before split digests were recorded is read, with a warning that it cannot be checked
     config = json.loads((model / MODEL_CONFIG).read_text(encoding="utf-8"))
