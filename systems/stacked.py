@@ -99,6 +99,14 @@ def _member_class(name: str) -> Any:
     return system_class(name)
 
 
+def _exempt(member: Any, train: VerificationData) -> None:
+    """A member fitted on part of the training split counts the whole split as training data
+    (`CalibratedVerifier.exempt_texts`), for what its pre-trained encoder read."""
+    exempt = getattr(member, "exempt_texts", None)
+    if exempt is not None:
+        exempt(train)
+
+
 def _subset(data: VerificationData, indices: np.ndarray) -> VerificationData:
     """The problems of `data` at `indices`, with their truth only."""
     problems = tuple(data.problems[i] for i in indices)
@@ -329,6 +337,7 @@ class StackedEnsemble(CalibratedVerifier):
             fold_members.append(self._new_members(classes, self.members))
             for j, member in enumerate(fold_members[-1]):
                 member.fit(part, seed=seed)
+                _exempt(member, train)  # the held-out training problems are no test texts
                 meta[held_out, j] = self._member_values(member, held)
         if np.isnan(meta).any():
             raise HarnessError(f"{self.name}: a member gave NaN answers on held-out training problems")

@@ -32,8 +32,9 @@ READ_KEYS_FILE = f"{READ_KEYS}.npy"  # beside a pre-trained transformer's files
 READ_BY, READ_OUTSIDE = "read_by", "read_outside_training"  # `TextsRead.checkpoint`'s names
 
 PRETRAIN_HINT = (
-    "pre-train it with them left out: `harness pretrain-style POSTS OUT --exclude-test-of SET` for a pan23 set SET, "
-    "or `--train-split-of TASK` with this run's task parameters for darkweb and reddit"
+    "pre-train it again with them left out, from a base encoder that did not read them either (the same `harness "
+    "pretrain-style` command and `--encoder`, with `--exclude-test-of SET` for a pan23 set SET, or `--train-split-of "
+    "TASK` and this run's task parameters for darkweb and reddit)"
 )
 
 
@@ -73,15 +74,19 @@ def folder_read_keys(model: str | Path | None) -> np.ndarray | None:
     if model is None:
         return None
     path = Path(model).expanduser() / READ_KEYS_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # a dangling link or a folder there is refused, not skipped
         return None
     try:
         keys = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
+    except OSError as error:
         raise HarnessError(f"{path}: cannot read the keys of the texts the encoder read ({error})") from None
-    if keys.ndim != 1 or keys.dtype != np.uint64:
+    except ValueError:
+        raise HarnessError(
+            f"{path}: not an array of text keys (Python objects, or a file cut short); pre-train the encoder again"
+        ) from None
+    if keys.ndim != 1 or keys.dtype.kind != "u" or keys.dtype.itemsize != 8:
         raise HarnessError(f"{path}: expected one row of uint64 text keys, found {keys.dtype} {keys.shape}")
-    return keys
+    return keys.astype(np.uint64)
 
 
 class TextsRead(NamedTuple):
@@ -150,7 +155,10 @@ def refuse_other_split(manifest: dict[str, Any], train: Any, posts: Path | None,
     or made on the run's posts file (`posts`; None where the split names none) with no split at all: either may know
     the test authors."""
     made_for = (manifest.get("excluded") or {}).get("training_split_of") or {}
-    hint = "pre-train it with `harness pretrain-style POSTS OUT --train-split-of TASK` and this run's task parameters"
+    hint = (
+        "pre-train it again with `--train-split-of TASK` and this run's task parameters (the same `harness "
+        "pretrain-style` command and `--encoder`)"
+    )
     if made_for and "split_texts" not in made_for:
         logger.warning(
             "%s: the encoder at %s was pre-trained before models recorded their training split's texts, so that it "

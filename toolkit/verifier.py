@@ -164,6 +164,13 @@ class CalibratedVerifier:
             training = prepared_keys({text for problem in train.problems for text in problem.texts})
             self._read = read_outside(reads, training, encoder)
 
+    def exempt_texts(self, train: VerificationData) -> None:
+        """Count `train`'s texts as training data too: a model over this verifier (`stacked`) fits it on part of its own
+        training split, and the rest of that split is no test text."""
+        if self._read is not None:
+            training = prepared_keys({text for problem in train.problems for text in problem.texts})
+            self._read = self._read._replace(keys=np.setdiff1d(self._read.keys, training))
+
     def texts_read(self) -> list[TextsRead]:
         """What the pre-trained encoders that answer for this verifier read outside its training data."""
         return [] if self._read is None else [self._read]

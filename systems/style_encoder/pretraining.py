@@ -47,7 +47,7 @@ from systems.style_encoder.band_folds import fold_exclusions, fold_folder, folds
 from systems.style_encoder.corpus import Exclusions, PretrainingCorpus, pretraining_corpus
 from toolkit.band_folds import FOLDS_FILE
 from toolkit.pretrained import STYLE_PRETRAINING_MANIFEST, resolve_encoder
-from toolkit.read_texts import text_keys, write_read_keys
+from toolkit.read_texts import folder_read_keys, text_keys, write_read_keys
 
 logger = logging.getLogger("harness")
 
@@ -368,8 +368,23 @@ def train_style_encoder(
         "seconds": round(time.perf_counter() - started, 1),
     }
     model.eval()
+    return TrainedEncoder(model, tokenizer, manifest, _read_keys(corpus, folder))
+
+
+def _read_keys(corpus: PretrainingCorpus, base: Path) -> np.ndarray:
+    """The keys of every post of `corpus`, and of what the base encoder read where it is a folder `pretrain-style`
+    wrote: a fine-tuned encoder knows what its base knew (audit 11: a chain of pre-trainings hid its first one's)."""
     read = text_keys(text for texts in corpus.texts for text in texts)
-    return TrainedEncoder(model, tokenizer, manifest, read)
+    base_read = folder_read_keys(base)
+    if base_read is not None:
+        return np.union1d(read, base_read)
+    if (base / MANIFEST_NAME).is_file():
+        logger.warning(
+            "style pre-training: the base encoder at %s was pre-trained before encoders kept the keys of what they "
+            "read, so what it read cannot be checked in this one either; pre-train it again to have it checked",
+            base,
+        )
+    return read
 
 
 def _trainable_parameters(model: Any, layers: int | None) -> list[Any]:

@@ -28,7 +28,7 @@ from systems.style_encoder.corpus import Exclusions, pretraining_corpus  # noqa:
 from tasks.pairs import build_pairs  # noqa: E402
 from tasks.pan.pan23 import Pan23Task  # noqa: E402
 from toolkit.pretrained import STYLE_PRETRAINING_MANIFEST  # noqa: E402
-from toolkit.read_texts import READ_KEYS_FILE, prepared_keys, text_keys  # noqa: E402
+from toolkit.read_texts import READ_KEYS_FILE, folder_read_keys, prepared_keys, text_keys  # noqa: E402
 from toolkit.text_prep import prepare_text  # noqa: E402
 
 READ = "was pre-trained on "
@@ -92,6 +92,7 @@ def test_encoder_wccn_refuses_to_answer_about_texts_its_encoder_read(slice_set: 
     with pytest.raises(HarnessError, match=f"encoder_wccn: the encoder at {models['read-all']} {READ}") as refused:
         system.predict(test.problems)
     assert f"{READ}{read} of the {len(texts)} texts it is asked to answer about" in str(refused.value)
+    assert "(the same `harness pretrain-style` command and `--encoder`" in str(refused.value)  # audit 11, F4
     system.save(tmp_path / "checkpoint")
     with pytest.raises(HarnessError, match=READ):
         EncoderWccn.load(tmp_path / "checkpoint").predict(test.problems)
@@ -125,6 +126,60 @@ def test_siamese_bilstm_and_stacked_refuse_it_too(slice_set: Path, models, tmp_p
     stacked.save(tmp_path / "stacked")
     with pytest.raises(HarnessError, match=READ):
         StackedEnsemble.load(tmp_path / "stacked").predict(test.problems)
+
+    # audit 11, F2 and F3: a member fitted on part of the training split counts the rest as training data too, when
+    # stacked reads its answers on held-out training problems and when its fold members answer a repeated text
+    member = wccn_params(models["clean"], tmp_path)
+    for values in ("answers", "scores"):
+        clean = StackedEnsemble(members=("encoder_wccn", "length_ratio"), member_params={"encoder_wccn": member},
+                                select="all", folds=2, member_values=values)  # fmt: skip
+        clean.fit(train, seed=0)
+        assert len(clean.predict(train.problems + test.problems)) == len(train.problems + test.problems)
+
+
+def test_a_chain_of_pre_trainings_keeps_what_its_first_one_read(forum_slice: Path, slice_set: Path, models, tmp_path):
+    """Audit 11, F1: an encoder fine-tuned from one that read the test texts answered about them unrefused."""
+    chained = tmp_path / "chained"
+    args = ["pretrain-style", str(forum_slice), str(chained), "--model", str(models["read-all"]), "--steps", "2"]
+    done = CliRunner().invoke(main, [*args, "--device", "cpu", "--exclude-test-of", str(slice_set)])
+    assert done.exit_code == 0, done.output
+    base = np.load(models["read-all"] / READ_KEYS_FILE)
+    assert np.isin(base, np.load(chained / READ_KEYS_FILE)).all()
+    task = Pan23Task()
+    system = build(EncoderWccn, wccn_params(chained, tmp_path))
+    system.fit(task.load(slice_set, "train"), seed=0)
+    with pytest.raises(HarnessError, match=f"the encoder at {chained} {READ}"):
+        system.predict(task.load(slice_set, "test").problems)
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("folder", "cannot read the keys of the texts the encoder read"),
+        ("dangling", "cannot read the keys of the texts the encoder read"),
+        ("objects", "not an array of text keys"),
+        ("int64", "expected one row of uint64 text keys, found int64"),
+    ],
+)
+def test_a_bad_keys_file_is_refused_not_skipped(kind: str, message: str, tmp_path: Path):
+    """Audit 11, F5: a folder or a dangling link there was read as "no keys", and the encoder went unchecked."""
+    path = tmp_path / READ_KEYS_FILE
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "dangling":
+        path.symlink_to(tmp_path / "gone.npy")
+    elif kind == "objects":
+        np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    else:
+        np.save(path, np.arange(3, dtype=np.int64))
+    with pytest.raises(HarnessError, match=f"{path}: {message}"):
+        folder_read_keys(tmp_path)
+
+
+def test_keys_in_either_byte_order_are_read(tmp_path: Path):
+    np.save(tmp_path / READ_KEYS_FILE, np.array([3, 1], dtype=">u8"))
+    assert folder_read_keys(tmp_path).tolist() == [3, 1]
+    assert folder_read_keys(tmp_path / "none") is None and folder_read_keys(None) is None
 
 
 def test_episode_encoder_runs_only_on_the_split_its_encoder_was_made_for(forum_slice: Path, models, tmp_path: Path):
