@@ -491,7 +491,7 @@ class StackedEnsemble(CalibratedVerifier):
 
     def texts_read(self) -> list[TextsRead]:
         """What the answering members' pre-trained encoders read outside the training data: `predict` refuses to
-        answer about it (the members' scores, which the meta-model reads, are not checked one by one)."""
+        answer about it, as each member's `scores`, which the meta-model reads, refuse on their own."""
         assert self._systems is not None
         return [
             read._replace(encoder=f"{read.encoder} (member {member.name})")

@@ -239,10 +239,7 @@ class CalibratedVerifier:
         self._check_fitted()
         if not problems:
             return []
-        reads = self.texts_read()
-        if reads:
-            keys = prepared_keys({text for problem in problems for text in problem.texts})
-            refuse_read_texts(reads, keys, name=self.name)
+        self._refuse_read_texts(problems)
         values = self.answer_values(problems)
         return [Answer(problem.id, float(value)) for problem, value in zip(problems, values, strict=True)]
 
@@ -254,12 +251,20 @@ class CalibratedVerifier:
         """The scores the band cuts (the probability map of the raw scores): what a model over this verifier reads.
 
         Unlike the answers they keep their order inside the band, where every answer is 0.5. A verifier with
-        several bands has no one such score and gives its answers (`answer_values`) instead.
+        several bands has no one such score and gives its answers (`answer_values`) instead. Refused as `predict` is.
         """
         self._check_fitted()
+        self._refuse_read_texts(problems)
         if type(self).answer_values is not CalibratedVerifier.answer_values:
             return self.answer_values(problems)
         return self.probabilities(self.raw_scores(problems))
+
+    def _refuse_read_texts(self, problems: Sequence[VerificationProblem]) -> None:
+        """A HarnessError where a pre-trained encoder that answers read any of the problems' texts (`texts_read`)."""
+        reads = self.texts_read()
+        if reads:
+            keys = prepared_keys({text for problem in problems for text in problem.texts})
+            refuse_read_texts(reads, keys, name=self.name)
 
     def _check_fitted(self) -> None:
         if any(getattr(self, attribute) is None for attribute in self.FITTED):

@@ -120,6 +120,8 @@ def test_siamese_bilstm_and_stacked_refuse_it_too(slice_set: Path, models, tmp_p
     )
     stacked.fit(train, seed=0)  # its members score held-out training problems: no refusal
     assert stacked.scores(train.problems).shape == (len(train.problems),)
+    with pytest.raises(HarnessError, match=f"encoder_wccn: the encoder at {models['read-all']} {READ}"):
+        stacked.scores(test.problems)  # the scores a model over it reads are refused as its answers are
     said = rf"stacked: the encoder at {models['read-all']} \(member encoder_wccn\) {READ}"
     with pytest.raises(HarnessError, match=said):
         stacked.predict(test.problems)
