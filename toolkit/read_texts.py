@@ -179,6 +179,19 @@ def refuse_other_split(manifest: dict[str, Any], train: Any, posts: Path | None,
         )
 
 
+def read_in_split(
+    manifest: dict[str, Any] | None, read: np.ndarray | None, train: Any, posts: Path | None, *, name: str, model: Any
+) -> TextsRead | None:
+    """What a forum system's pre-trained encoder at `model` (its pre-training's `manifest`, None where none; its
+    `read` keys) read outside the training split `train` (every post it holds: `held_texts`), after
+    `refuse_other_split`; None where the encoder keeps no keys."""
+    if manifest is not None:
+        refuse_other_split(manifest, train, posts, name=name, model=model)
+    if read is None:
+        return None
+    return read_outside([read], prepared_keys(train.held_texts()), model)
+
+
 def _same_file(manifest: dict[str, Any], posts: Path) -> bool:
     """Whether the pre-training's corpus was the file `posts` (by the checksum its manifest records)."""
     from core.files import sha256_files

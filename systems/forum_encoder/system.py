@@ -49,8 +49,7 @@ from toolkit.read_texts import (
     folder_read_keys,
     prepared_keys,
     pretraining_manifest,
-    read_outside,
-    refuse_other_split,
+    read_in_split,
     refuse_read_texts,
 )
 from toolkit.training import check_metric_batches, train_epochs
@@ -281,12 +280,8 @@ class ForumEncoder(PartsSystem):
         split, which `embed` refuses to answer about; refused at once where it was made for another training split,
         or on these posts with none (`toolkit.read_texts.refuse_other_split`). Any other encoder: None."""
         model = self.encoder.model
-        read, manifest = folder_read_keys(model), pretraining_manifest(model)
-        if read is None and manifest is None:
-            return None
-        if manifest is not None:
-            refuse_other_split(manifest, train, split_posts_file(train), name=self.name, model=model)
-        return read_outside([read], prepared_keys(train.held_texts()), model)
+        manifest, posts = pretraining_manifest(model), split_posts_file(train)
+        return read_in_split(manifest, folder_read_keys(model), train, posts, name=self.name, model=model)
 
     def _post_vectors_of(self, encoder: PostEncoder, posts: TrainingPosts, device: str) -> torch.Tensor | None:
         """A frozen encoder's vectors of every training post, computed once (None when fine-tuning)."""

@@ -25,12 +25,6 @@ from toolkit.text_prep import prepare_text
 POSTS_STEM = "posts.jsonl"  # as the forum tasks read it: `<folder>/posts.jsonl[.gz]`, or the file itself
 
 
-def posts_file(posts: Path) -> Path:
-    """The posts file `posts` names: itself, or the posts.jsonl[.gz] in it (as `tasks.forum.reader.find_posts_file`,
-    which this layer does not import)."""
-    return posts if posts.is_file() else find_data_file(posts, POSTS_STEM)
-
-
 @dataclass
 class Exclusions:
     """Authors, threads (groups) and post ids never to pre-train on."""
@@ -170,7 +164,7 @@ def pretraining_corpus(posts: Path, exclusions: Exclusions, *, min_chars: int = 
     Posts shorter than `min_chars` after preparation (as `harness pairs` drops them) and authors left with fewer
     than two posts are left out.
     """
-    path = posts_file(Path(posts))
+    path = Path(posts) if Path(posts).is_file() else find_data_file(Path(posts), POSTS_STEM)
     by_author: dict[str, list[tuple[int, str, str, str, str, str]]] = {}  # (created, post id, text, kind, ...)
     left_out = {"excluded_author": 0, "excluded_thread": 0, "excluded_post": 0, "short": 0, "single_post_author": 0}
     if exclusions.only_post_ids is not None:

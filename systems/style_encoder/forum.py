@@ -32,7 +32,7 @@ from systems.style_encoder.ngram import (
 )
 from tasks.forum.records import ForumSample, ForumSplit, sample_texts, split_posts_file
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, save_checkpoint
-from toolkit.read_texts import TextsRead, prepared_keys, read_outside, refuse_other_split, refuse_read_texts, text_keys
+from toolkit.read_texts import TextsRead, read_in_split, refuse_read_texts, text_keys
 from toolkit.text_prep import prepare_text
 
 
@@ -112,8 +112,7 @@ class ForumNgramStyle:
         """The model, refused where it was made for another training split or on these posts with none
         (`toolkit.read_texts.refuse_other_split`); else keeping only the texts it read outside the training split,
         which `embed` refuses to answer about. A model of other posts is read as it is."""
-        refuse_other_split(manifest, train, split_posts_file(train), name=self.name, model=self.model)
-        read = read_outside([model.read], prepared_keys(train.held_texts()), self.model)
+        read = read_in_split(manifest, model.read, train, split_posts_file(train), name=self.name, model=self.model)
         return model._replace(read=None if read is None else read.keys)
 
     def embed(self, samples: Sequence[ForumSample]) -> np.ndarray:
