@@ -46,17 +46,35 @@ def test_sigterm_raises_where_the_command_is_so_its_clean_up_runs():
     assert signal.getsignal(signal.SIGTERM) == before  # put back when the command ends
 
 
+# `harness plot` whose figures stay in their staging folder until it is stopped: a plot that finished between the
+# test seeing that folder and the signal made the test flaky (returncode 0 where 143 was expected)
+_PLOT_HELD_IN_STAGING = """
+import sys, time
+import harness.plotting
+from harness.cli import main
+
+draw = harness.plotting.plot_verification_curves
+
+def drawn_then_held(runs, staging):
+    drawn = draw(runs, staging)
+    print("staged", flush=True)
+    while True:
+        time.sleep(0.05)
+
+harness.plotting.plot_verification_curves = drawn_then_held
+main(sys.argv[1:])
+"""
+
+
 def test_a_plot_stopped_by_sigterm_leaves_no_staging_folder(runs: Path, tmp_path: Path):
     """Was: `.figures.XXXXXXXX.new` with a 0-byte PDF left in the user's --out, and kept by every later plot."""
     out = tmp_path / "figures"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    plot = subprocess.Popen([sys.executable, "-m", "harness.cli", "plot", str(runs), "--out", str(out)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while plot.poll() is None and not list(out.glob(".figures.*.new")) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if plot.poll() is not None:
-        pytest.fail(f"the plot ended before its staging folder was seen: {plot.communicate()}")
+    plot = subprocess.Popen([sys.executable, "-c", _PLOT_HELD_IN_STAGING, "plot", str(runs), "--out", str(out)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    if plot.stdout.readline().strip() != "staged":
+        pytest.fail(f"the plot ended before its figures were staged: {plot.communicate()}")
+    assert [p.name for p in out.glob(".figures.*.new")], "no staging folder while the plot is held in it"
     plot.send_signal(signal.SIGTERM)
     _, stderr = plot.communicate(timeout=60)
     assert plot.returncode == 143 and "error: stopped by SIGTERM" in stderr, stderr
