@@ -167,8 +167,8 @@ class DarkwebTask:
 
     def evaluate(self, system: Any, data: DarkwebData) -> Evaluation:
         """Embed every episode of the split, then rank within markets and across them (see evaluation)."""
-        if self.protocol == "thread-disjoint":
-            _check_threads(data.episodes)
+        if self.protocol == "thread-disjoint":  # check_splits warned of posts without a thread before the fit
+            _check_threads(data.episodes, warn=False)
         embeddings = np.asarray(system.embed(data.episodes))
         evaluation = evaluate_embeddings(
             embeddings,
@@ -437,8 +437,8 @@ def _unique_pairs(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int]
     return [(int(a), int(b)) for a, b in pairs.tolist()]
 
 
-def _check_threads(episodes: Sequence[Episode]) -> None:
-    """The thread-disjoint protocol needs thread ids: refuse data with none, warn where some lack one."""
+def _check_threads(episodes: Sequence[Episode], *, warn: bool = True) -> None:
+    """The thread-disjoint protocol needs thread ids: refuse data with none, warn (`warn`) where some lack one."""
     if isinstance(episodes, EpisodeRows):
         return  # from a posts file, whose reader requires a thread id on every post (tasks.forum.reader)
     posts = [post for episode in episodes for post in episode.posts]
@@ -448,7 +448,7 @@ def _check_threads(episodes: Sequence[Episode]) -> None:
             "the episodes' posts have no thread ids (e.g. SYSML's layout without a thread_id column): "
             "the thread-disjoint protocol cannot be applied; pass --task-param protocol=legacy"
         )
-    if missing:
+    if missing and warn:
         logger.warning("%d of %d posts have no thread id: they share no thread with any query", missing, len(posts))
 
 

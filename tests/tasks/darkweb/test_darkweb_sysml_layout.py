@@ -155,6 +155,25 @@ def test_a_layout_without_threads_is_refused_before_any_fit(tmp_path: Path):
     assert not [path for path in out.rglob("*") if path.is_file() and not path.name.endswith(".lock")]
 
 
+def test_posts_without_a_thread_are_warned_of_once(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """Was logged twice a run (audit 9's note): once before the fit (`check_splits`) and again when scoring."""
+    import logging
+
+    from harness.runner import run
+
+    root = write_layout(tmp_path / "data")
+    path = root / "bmr" / "test.csv"
+    rows = list(csv.reader(path.open(encoding="utf-8", newline="")))
+    rows[1][-1] = ""  # the first test post of bmr loses its thread
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        run(system_name="episode_tfidf", task_name="darkweb", data=root, out_dir=tmp_path / "runs",
+            task_params={"episode_length": 3})  # fmt: skip
+    warnings = [record.getMessage() for record in caplog.records if "have no thread id" in record.getMessage()]
+    assert warnings == ["1 of 10 posts have no thread id: they share no thread with any query"]
+
+
 def test_bad_layout_files_are_named(tmp_path: Path):
     root = write_layout(tmp_path)
     with pytest.raises(DataError, match="len_5.json"):
