@@ -485,10 +485,11 @@ def lock_path(target: Path) -> Path:
 
 def outside_lock_path(target: Path) -> Path:
     """The lock file of a user's output, kept out of their folder (a TIRA output folder must hold the answers only):
-    in the temporary folder, named by a hash of the target's absolute path. Writers on one machine see it, which is
-    where two commands race for one output."""
+    in the temporary folder, named by a hash of the target's absolute path. One user's writers on one machine see
+    it, which is where two commands race for one output. The folder is the user's own (`harness-locks-UID`): one
+    shared by all users was made by the first, and every other user's command that writes was refused there."""
     key = hashlib.sha256(str(Path(target).resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return Path(tempfile.gettempdir()) / "harness-locks" / f"{key}.lock"
+    return Path(tempfile.gettempdir()) / f"harness-locks-{os.getuid()}" / f"{key}.lock"
 
 
 @contextlib.contextmanager
@@ -503,16 +504,19 @@ def holding(target: Path, timeout: float | None = None, *, lock: Path | None = N
         raise OutputError(path, error) from None
     lock = FileLock(str(path))
     try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        if timeout != 0:
-            logger.info("another process is working on %s; waiting for it to finish (lock %s)", target, path)
         try:
-            lock.acquire(timeout=-1 if timeout is None else timeout)
+            lock.acquire(timeout=0)
         except Timeout:
-            raise HarnessError(
-                f"{target}: another process is writing it (lock {path}); wait for it to finish, or write elsewhere"
-            ) from None
+            if timeout != 0:
+                logger.info("another process is working on %s; waiting for it to finish (lock %s)", target, path)
+            try:
+                lock.acquire(timeout=-1 if timeout is None else timeout)
+            except Timeout:
+                raise HarnessError(
+                    f"{target}: another process is writing it (lock {path}); wait for it to finish, or write elsewhere"
+                ) from None
+    except OSError as error:  # the lock file cannot be opened (another user's, a folder there): one line, no traceback
+        raise OutputError(path, error) from None
     try:
         yield
     finally:
