@@ -122,7 +122,7 @@ def plot_type_pair_heatmap(table: Table, out_dir: Path) -> list[Path]:
         return []
     plt = pyplot()
     pairs = list(table.type_pairs)
-    cells = np.array([[row.pair_mean[pair] for pair in pairs] for row in table.rows], dtype=np.float64)
+    cells = np.array([[row.pair_mean.get(pair, math.nan) for pair in pairs] for row in table.rows], dtype=np.float64)
     finite = cells[np.isfinite(cells)]
     in_unit = finite.size and finite.min() >= 0.0 and finite.max() <= 1.0
     with plt.rc_context(STYLE):
@@ -143,7 +143,7 @@ def plot_type_pair_heatmap(table: Table, out_dir: Path) -> list[Path]:
         fig.colorbar(image, ax=ax, label=table.main)
         ax.set_title(f"{table.main} per type pair: {table.title}", fontsize=8)
         rows = [(row.label, pair, table.type_pairs[pair], table.main, row.pair_mean[pair], row.pair_std[pair],
-                 len(row.runs)) for row in table.rows for pair in pairs]  # fmt: skip
+                 len(row.runs)) for row in table.rows for pair in pairs if pair in row.pair_mean]  # fmt: skip
         header = ["system", "pair", "problems", "measure", "mean", "std", "runs"]
         return save_figure(fig, out_dir, f"type-pairs-{table.file_stem}", header, rows)
 

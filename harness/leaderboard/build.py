@@ -7,18 +7,18 @@ interval of the main score and a paired approximate randomization test of each s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from core.errors import DataError, HarnessError
 from harness.leaderboard.collect import Run, listed, refuse_two_versions, test_data_groups, unique_runs
+from harness.leaderboard.labels import SystemLabels, row_labels, system_key
 from harness.leaderboard.published import published_rows
 from harness.leaderboard.statistics import add_intervals, add_significance
 from harness.leaderboard.table import Row, Table
@@ -38,8 +38,10 @@ def build_tables(
     one per dataset, named by the dataset (`dataset_names`). Runs of one task in two versions are refused.
     """
     by_task: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in unique_runs(runs):
+    runs = unique_runs(runs)
+    for run in runs:
         by_task[(run.result.task_name, json.dumps(run.result.task_params, sort_keys=True))].append(run)
+    systems = SystemLabels(runs)  # one label per system setting in every table (`harness.leaderboard.labels`)
     tables = []
     for name, params_json in sorted(by_task):
         task_runs = by_task[(name, params_json)]
@@ -51,7 +53,7 @@ def build_tables(
             r.result.test_truth_only for r in task_runs
         )
         for dataset, group in sorted(zip(dataset_names(groups), groups, strict=True), key=lambda pair: pair[0]):
-            table = _table(table_name, group)
+            table = _table(table_name, group, systems)
             table.dataset = dataset
             if any(run.result.format_sample for run in group):  # one test data: all runs of it, or none
                 table.format_sample = True
@@ -109,11 +111,7 @@ def _setting_label(params: dict[str, Any], all_params: list[dict[str, Any]]) -> 
     return " [" + ", ".join(f"{k}={params[k]}" for k in differing) + "]" if differing else ""
 
 
-def params_digest(params: Any) -> str:
-    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
-
-
-def _table(task_name: str, runs: Sequence[Run]) -> Table:
+def _table(task_name: str, runs: Sequence[Run], systems: SystemLabels) -> Table:
     first = runs[0].result
     main = first.main_score
     measures = list(first.measures or first.scores)
@@ -121,7 +119,7 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     lower = _lower_is_better(measures, first.recorded_lower_is_better)
 
     by_system = _rows_of_runs(runs)
-    labels = row_labels(by_system)
+    labels = row_labels(by_system, systems)
     rows = []
     notes = []
     for key, system_runs in by_system.items():
@@ -135,7 +133,7 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
                 values = [run.result.score(measure) for run in system_runs if measure in run.result.scores]
             if values:
                 row.mean[measure] = float(np.mean(values))
-                row.std[measure] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+                row.std[measure] = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan  # no sd of one
         rows.append(row)
         for run in row.runs:
             if run.copies:
@@ -147,7 +145,8 @@ def _table(task_name: str, runs: Sequence[Run]) -> Table:
     unranked = [row.label for row in rows if row.unranked(main)]
     if unranked:
         notes.append(f"ranked last: {', '.join(unranked)}: no {main} (NaN or missing in a run).")
-    table = Table(task_name, first.task_version, main, measures, lower, rows, notes=notes)
+    legend = systems.legend(systems.label((name, digest)) for name, digest, _ in by_system)
+    table = Table(task_name, first.task_version, main, measures, lower, rows, notes=notes + legend, legend=legend)
     add_type_pairs(table, runs)
     return table
 
@@ -160,7 +159,7 @@ def _rows_of_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
     its seeds are not the other's."""
     by_system: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
     for run in runs:
-        by_system[(run.result.system_name, params_digest(run.result.system_params), "")].append(run)
+        by_system[(*system_key(run.result), "")].append(run)
     for (name, digest, _), system_runs in list(by_system.items()):
         trained_on = {run.result.data_checksums.get("train") for run in system_runs}
         if len(trained_on) < 2 or len({run.result.dataset for run in system_runs}) < 2:
@@ -169,19 +168,6 @@ def _rows_of_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
         for run in system_runs:
             by_system[(name, digest, run.result.dataset or str(run.result.data_checksums.get("train")))].append(run)
     return by_system
-
-
-def row_labels(keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
-    """Each row's label, by its key (name, parameters' digest, training set's dataset name): the name, with the
-    digest where two parameter settings share the name, and the dataset name where a system has a row per training
-    set. The summary labels its rows by the same rule."""
-    keys = list(keys)
-    settings = Counter(name for name, _ in dict.fromkeys((name, digest) for name, digest, _ in keys))
-    return {
-        (name, digest, training): (name if settings[name] == 1 else f"{name}@{digest}")
-        + (f" ({training})" if training else "")
-        for name, digest, training in keys
-    }
 
 
 def _refuse_two_runs_of_one_seed(name: str, runs: Sequence[Run]) -> None:

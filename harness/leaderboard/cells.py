@@ -33,20 +33,31 @@ def measure_label(name: str) -> str:
     return f"R@{recall.group(1)}" if recall else name
 
 
+SPREAD = "mean ± sample sd over seeds"  # what a cell of several runs holds (numpy's std with ddof=1)
+
+
 def table_facts(table: Table) -> list[str]:
-    """What a table's heading says beside its title: version, main score, measures where lower is better."""
+    """What a table's heading says beside its title: version, main score, measures where lower is better, what a
+    cell holds."""
     lower = [measure_label(m) for m in table.measures if m in table.lower_is_better]
     direction = [", ".join(f"{m} lower is better" for m in lower)] if lower else []
-    return [f"version {table.version}", f"main score {measure_label(table.main)}", *direction]
+    return [f"version {table.version}", f"main score {measure_label(table.main)}", *direction, SPREAD]
 
 
 def header_cells(table: Table) -> list[str]:
+    """The main table's header; the interval and the test describe a row's lowest-seed run, not its mean."""
     header = ["system", "runs"] + [measure_label(m) for m in table.measures]
     if any(row.ci for row in table.rows):
-        header.append(f"{measure_label(table.main)} 95% CI")
+        header.append(f"{measure_label(table.main)} 95% CI (lowest seed)")
     if any(row.p_value is not None for row in table.rows):
-        header.append("p vs best")
+        header.append("p vs best (lowest seed)")
     return header
+
+
+def is_best(value: float, best: float | None, digits: int) -> bool:
+    """Whether `value` is its column's best as the table shows it, to `digits` places: cells that read alike are
+    bold alike (audit 12: 0.667 bold beside 0.667 not)."""
+    return best is not None and f"{value:.{digits}f}" == f"{best:.{digits}f}"
 
 
 def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: str) -> list[str]:
@@ -63,9 +74,9 @@ def row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, dash: 
             cells.append(dash)
             continue
         text = f"{row.mean[measure]:.{digits}f}"
-        if len(row.runs) > 1:
+        if len(row.runs) > 1 and not math.isnan(row.mean[measure]):
             text += f" {pm} {row.std[measure]:.{digits}f}"
-        cells.append(bold.format(text) if row.mean[measure] == table.best(measure) else text)
+        cells.append(bold.format(text) if is_best(row.mean[measure], table.best(measure), digits) else text)
     if any(r.ci for r in table.rows):
         cells.append(f"[{row.ci[0]:.{digits}f}, {row.ci[1]:.{digits}f}]" if row.ci else dash)
     if any(r.p_value is not None for r in table.rows):
@@ -94,7 +105,7 @@ def pair_row_cells(table: Table, row: Row, digits: int, *, pm: str, bold: str, d
             cells.append("nan")
         else:
             text = f"{mean:.{digits}f}" + (f" {pm} {row.pair_std[pair]:.{digits}f}" if len(row.runs) > 1 else "")
-            cells.append(bold.format(text) if mean == table.best_in_pair(pair) else text)
+            cells.append(bold.format(text) if is_best(mean, table.best_in_pair(pair), digits) else text)
     return cells
 
 

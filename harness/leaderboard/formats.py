@@ -16,6 +16,7 @@ from typing import Any
 from core.errors import HarnessError
 from harness.leaderboard import escape
 from harness.leaderboard.cells import (
+    SPREAD,
     header_cells,
     measure_label,
     pair_header_cells,
@@ -62,17 +63,29 @@ def _markdown(tables: Sequence[Table], digits: int) -> str:
     return "\n".join(out)
 
 
+def latex_measure_label(name: str) -> str:
+    """A measure's display name for LaTeX: escaped, with the product sign typeset ("AUC $\\times$ c@1")."""
+    return _times(escape.latex(measure_label(name)))
+
+
+def _times(latex: str) -> str:
+    """The product in a measure's name ("AUC x c@1") typeset as papers write it, in escaped LaTeX."""
+    return latex.replace(" x ", " $\\times$ ")
+
+
 def _latex(tables: Sequence[Table], digits: int) -> str:
     out = ["% requires \\usepackage{booktabs}"]
     for table in tables:
         header = header_cells(table)
         out.append("\\begin{table}[t]\n\\centering")
+        spread = escape.latex(SPREAD).replace("±", "$\\pm$")
         caption = (
-            f"{table.title} (version {table.version}); rows sorted by {measure_label(table.main)}; best value in bold."
+            f"{escape.latex(table.title)} (version {escape.latex(table.version)}); rows sorted by "
+            f"{latex_measure_label(table.main)}; {spread}; best value in bold."
         )
-        out.append(f"\\caption{{{escape.latex(caption)}}}")
+        out.append(f"\\caption{{{caption}}}")
         out.append("\\begin{tabular}{l" + "r" * (len(header) - 1) + "}\n\\toprule")
-        out.append(" & ".join(escape.latex(h) for h in header) + " \\\\\n\\midrule")
+        out.append(" & ".join(_times(escape.latex(h)) for h in header) + " \\\\\n\\midrule")
         for row in table.rows:
             cells = row_cells(table, row, digits, pm="$\\pm$", bold="\\textbf{{{}}}", dash="--")
             numbers = [cell.replace("*", "$^{*}$") for cell in cells[1:]]  # the p-value's mark; a name keeps its *
@@ -119,16 +132,16 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                 ci = row.ci if (is_main and row.ci) else (None, None)
                 p = row.p_value if is_main else None
                 rows.append([*where, row.label, len(row.runs), measure,
-                             row.mean[measure], row.std[measure], ci[0], ci[1], p, None])  # fmt: skip
+                             row.mean[measure], _number(row.std[measure]), ci[0], ci[1], p, None])  # fmt: skip
         for row in table.published:
             for measure in table.measures:
                 if measure in row.mean:
                     rows.append([*where, row.label, 0, measure, row.mean[measure],
                                  None, None, None, None, row.source])  # fmt: skip
         for row in table.rows:  # the breakdown: the main score of each type pair, named as result.json names it
-            for pair in table.type_pairs:
+            for pair in row.pair_mean:  # none where the runs recorded no scores per type pair
                 rows.append([*where, row.label, len(row.runs), f"{pair}/{table.main}",
-                             row.pair_mean[pair], row.pair_std[pair], None, None, None, None])  # fmt: skip
+                             row.pair_mean[pair], _number(row.pair_std[pair]), None, None, None, None])  # fmt: skip
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
@@ -186,6 +199,11 @@ def _json_pairs(table: Table) -> dict[str, Any]:
     """The breakdown table: each pair's problem count, each row's mean and sd of the main score per pair."""
     rows = [{"system": row.label, "mean": _finite(row.pair_mean), "std": _finite(row.pair_std)} for row in table.rows]
     return {"measure": table.main, "problems": table.type_pairs, "rows": rows, "notes": table.pair_notes}
+
+
+def _number(value: float) -> float | None:
+    """An sd for CSV: empty where there is none (one run), not "nan"."""
+    return None if math.isnan(value) else value
 
 
 def _finite(values: dict[str, float]) -> dict[str, float | None]:

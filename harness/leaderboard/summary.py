@@ -19,16 +19,16 @@ from typing import Any
 
 from core.errors import HarnessError
 from harness.leaderboard import escape
-from harness.leaderboard.build import params_digest, row_labels
-from harness.leaderboard.cells import measure_label
-from harness.leaderboard.formats import FORMATS
+from harness.leaderboard.cells import SPREAD, is_best, measure_label
+from harness.leaderboard.formats import FORMATS, latex_measure_label
+from harness.leaderboard.labels import system_key
 from harness.leaderboard.table import Row, Table
 
 
 @dataclass(frozen=True)
 class Cell:
     mean: float
-    sd: float | None  # None for a published result
+    sd: float | None  # None for a published result and a single run
     n: int  # runs (seeds); 0 for a published result
 
 
@@ -49,6 +49,7 @@ class Summary:
     rows: list[SummaryRow]
     published: list[SummaryRow] = field(default_factory=list)
     format_samples: set[str] = field(default_factory=set)  # the columns that are the project's format sample
+    legend: list[str] = field(default_factory=list)  # what its rows' digest labels stand for (`Table.legend`)
 
     def best(self, dataset: str) -> float | None:
         """The best mean main score of a column among our rows (published rows never count); None if none."""
@@ -112,9 +113,8 @@ def _summary(task: str, columns: Sequence[Table]) -> Summary:
     published: dict[tuple[str, str], SummaryRow] = {}
     for table in columns:
         for row in table.rows:
-            result = row.first_run.result
-            key = (result.system_name, params_digest(result.system_params), row.training)
-            summary_row = rows.setdefault(key, SummaryRow(label=""))
+            # the tables label a system setting alike in every table (harness.leaderboard.labels)
+            summary_row = rows.setdefault((*system_key(row.first_run.result), row.training), SummaryRow(row.label))
             summary_row.cells[table.dataset_label] = _cell(table, row)
         for row in table.published:
             if table.main in row.mean:  # a published row without the main score has nothing to show here
@@ -122,16 +122,15 @@ def _summary(task: str, columns: Sequence[Table]) -> Summary:
                     (row.label, row.source or ""), SummaryRow(row.label, source=row.source)
                 )
                 reference.cells[table.dataset_label] = Cell(row.mean[table.main], None, 0)
-    labels = row_labels(rows)  # as the per-dataset tables label rows
-    for key, row in rows.items():
-        row.label = labels[key]
     summary.rows = list(rows.values())
+    summary.legend = list(dict.fromkeys(note for table in columns for note in table.legend))
     summary.published = list(published.values())
     return summary
 
 
 def _cell(table: Table, row: Row) -> Cell:
-    return Cell(row.mean.get(table.main, math.nan), row.std.get(table.main, 0.0), len(row.runs))
+    sd = row.std.get(table.main, math.nan)
+    return Cell(row.mean.get(table.main, math.nan), None if math.isnan(sd) else sd, len(row.runs))
 
 
 def _cell_text(summary: Summary, row: SummaryRow, dataset: str, digits: int, *, pm: str, bold: str) -> str:
@@ -145,7 +144,7 @@ def _cell_text(summary: Summary, row: SummaryRow, dataset: str, digits: int, *, 
     text = f"{cell.mean:.{digits}f}"
     if cell.n > 1:
         text += f" {pm} {cell.sd:.{digits}f} (n={cell.n})"
-    return bold.format(text) if row.source is None and cell.mean == summary.best(dataset) else text
+    return bold.format(text) if row.source is None and is_best(cell.mean, summary.best(dataset), digits) else text
 
 
 def summary_title(summary: Summary) -> str:
@@ -155,14 +154,14 @@ def summary_title(summary: Summary) -> str:
 def summary_facts(summary: Summary) -> str:
     """What the heading says beside the title: version, direction, what a cell holds."""
     direction = "lower is better" if summary.lower_is_better else "higher is better"
-    return f"version {summary.version}; {direction}; mean ± sd over seeds (n runs), best per dataset in bold"
+    return f"version {summary.version}; {direction}; {SPREAD} (n runs), best per dataset in bold"
 
 
 def summary_notes(summary: Summary) -> list[str]:
     by_source: dict[str, list[str]] = {}  # one note per source: PAN's overviews cite several rows each
     for row in summary.published:
         by_source.setdefault(row.source or "", []).append(row.label)
-    notes = [f"published: {'; '.join(labels)}: {source}" for source, labels in by_source.items()]
+    notes = [*summary.legend, *(f"published: {'; '.join(labels)}: {source}" for source, labels in by_source.items())]
     if summary.format_samples:
         notes.append("format sample: the project's sample of the data format, not real data; its scores mean nothing.")
     return notes
@@ -196,18 +195,13 @@ def _markdown(summaries: Sequence[Summary], digits: int) -> str:
     return "\n".join(out)
 
 
-def latex_measure_label(name: str) -> str:
-    """A measure's display name for LaTeX: escaped, with the product sign typeset ("AUC $\\times$ c@1")."""
-    return escape.latex(measure_label(name)).replace(" x ", " $\\times$ ")
-
-
 def _latex(summaries: Sequence[Summary], digits: int) -> str:
     out = ["% requires \\usepackage{booktabs}"]
     for summary in summaries:
         direction = "lower is better" if summary.lower_is_better else "higher is better"
         caption = (
             f"{escape.latex(summary.task)}: {latex_measure_label(summary.main)} per dataset ({direction}; version "
-            f"{escape.latex(summary.version)}); mean $\\pm$ sd over seeds, with the number of runs $n$ where "
+            f"{escape.latex(summary.version)}); mean $\\pm$ sample sd over seeds, with the number of runs $n$ where "
             "there are several; best per dataset in bold"
             + ("; published results in italics." if summary.published else ".")
         )

@@ -47,6 +47,7 @@ class Table:
     # discourse-type pair -> its test problems, in column order; empty: no breakdown table
     type_pairs: dict[str, int] = field(default_factory=dict)
     pair_notes: list[str] = field(default_factory=list)
+    legend: list[str] = field(default_factory=list)  # what its rows' digest labels stand for (also in `notes`)
     dataset: str = ""  # the test data's display name (harness.leaderboard.build.dataset_names)
     format_sample: bool = False  # the project's format sample: scores that mean nothing, marked wherever shown
 

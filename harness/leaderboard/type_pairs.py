@@ -3,7 +3,7 @@
 A verification task whose runs scored each discourse-type pair on its own (`<pair>/<measure>` and
 `<pair>/problems`, tasks.pan.common.PanVerificationTask.type_pair_scores) gets a second table: the main
 score per type pair, columns the pairs (with their problem counts), rows the systems in the main table's
-order, mean ± sd over seeds. The main table stays as it is.
+order, mean ± sample sd over seeds. The main table stays as it is.
 """
 
 from __future__ import annotations
@@ -47,15 +47,24 @@ def add_type_pairs(table: Table, runs: Sequence[Run]) -> None:
     if len(counts) == 1 and next(iter(counts.values())) == total:
         return
     table.type_pairs = dict(sorted(counts.items()))
+    unrecorded = []
     for row in table.rows:
+        if not all(type_pairs(run.result) for run in row.runs):
+            unrecorded.append(row.label)  # no cells, not NaN: NaN says the measure is undefined on the pair
+            continue
         for pair in table.type_pairs:
             # a run without the pair's score (another harness version) makes the mean NaN, as a missing main score
             values = [run.result.score(f"{pair}/{table.main}") for run in row.runs]
             row.pair_mean[pair] = float(np.mean(values))
-            row.pair_std[pair] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+            row.pair_std[pair] = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
     table.pair_notes.append(
-        f"{table.main} on the test problems of each discourse-type pair (n: problems); mean and sd over seeds."
+        f"{table.main} on the test problems of each discourse-type pair (n: problems); mean and sample sd over seeds."
     )
+    if unrecorded:
+        table.pair_notes.append(
+            f"no scores per type pair recorded for {', '.join(unrecorded)}: a `harness score --record` result knows "
+            "only its truth file, which names no discourse types (or a run of an older harness)."
+        )
     if any(math.isnan(value) for row in table.rows for value in row.pair_mean.values()):
         table.pair_notes.append(
             f"nan: {table.main} is undefined on that pair's problems, all of one class (AUC needs both; "

@@ -183,11 +183,13 @@ def test_the_page_renders_offline_in_a_browser(runs_dir: Path, report_dir: Path)
                 assert cells["runs"] == str(len(row.runs))
                 main, label = f"{row.mean[table.main]:.3f}", measure_label(table.main)
                 assert cells[label] == (main if len(row.runs) == 1 else f"{main} ± {row.std[table.main]:.3f}")
-                low, high = map(float, re.fullmatch(r"\[(\S+), (\S+)\]", cells[f"{label} 95% CI"]).groups())
+                low, high = map(
+                    float, re.fullmatch(r"\[(\S+), (\S+)\]", cells[f"{label} 95% CI (lowest seed)"]).groups()
+                )
                 assert 0.0 <= low <= high <= 1.0 and (low, high) == pytest.approx(row.ci, abs=5e-4)
                 if any(other.p_value is not None for other in table.rows):  # a table of one system has no test
                     p = "–" if row.p_value is None else f"{row.p_value:.3f}" + "*" * (row.p_value < 0.05)
-                    assert cells["p vs best"] == p
+                    assert cells["p vs best (lowest seed)"] == p
 
         # the summary (systems x datasets; the format sample left out): every cell shown, the column's best bold
         summaries = build_summaries(tables)
