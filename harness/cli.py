@@ -471,7 +471,6 @@ def score_cmd(
     overwrite: bool,
 ) -> None:
     """PAN's official evaluator: print the scores; with --output also write out.json and evaluation.prototext."""
-    from core.files import find_data_file
     from harness.results import DETAILS_NAME, RESULT_NAME
     from harness.score_table import score_table
 
@@ -498,7 +497,7 @@ def score_cmd(
         _refuse_non_files([record_dir / DETAILS_NAME])
     truth = task.read_truth(truth_path)
     if answers_path.is_dir():
-        answers_path = find_data_file(answers_path, "answers.jsonl")
+        answers_path = task.answers_file(answers_path)
     answers = task.read_answers(answers_path)
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
     if record_dir is not None:

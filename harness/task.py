@@ -156,6 +156,10 @@ class PanAnswers(Protocol):
         """Truth by problem id, from a truth file or a folder holding one."""
         ...
 
+    def answers_file(self, folder: Path) -> Path:
+        """The answers file in a submission's folder, as the task's answer files are named."""
+        ...
+
     def read_answers(self, path: Path) -> dict[str, float]:
         """Answer values by problem id, from a PAN answers file."""
         ...

@@ -2,9 +2,10 @@
 
 A system run with one setting is its name. Where the runs hold several settings of one name, each is named by the
 parameters that set it apart, `tfidf (max_ngram=2)`, or, where those would make a long name, by the digest of its
-parameters with a note saying what it stands for; a result of `harness score --record` is `NAME (record)`. Labels
-are made from every run a command reads, not one table's: audit 12 found one table's `tfidf` to be another's
-`tfidf@38873879`, and a setting called `tfidf` in one table and another setting `tfidf` in the next.
+parameters with a note saying what it stands for; a result of `harness score --record` beside a run of the
+same name is `NAME (record)`. Labels are made from every run a command reads, not one table's: audit 12 found one
+table's `tfidf` to be another's `tfidf@38873879`, and a setting called `tfidf` in one table and another setting
+`tfidf` in the next.
 """
 
 from __future__ import annotations

@@ -100,6 +100,15 @@ class PanClassicTask(PanVerificationTask):
             path = path / "truth.txt"
         return read_classic_truth(path)[0]
 
+    def answers_file(self, folder: Path) -> Path:
+        """A submission folder's answers.jsonl(.gz), or where it holds none, its answers.txt: a PAN 2013-2015
+        submission's folder holds that alone (audit 13; `predict` writes both, the same answers)."""
+        folder = Path(folder)
+        jsonl = [folder / name for name in ("answers.jsonl", "answers.jsonl.gz")]
+        if not any(os.path.lexists(file) for file in jsonl) and (folder / CLASSIC_ANSWERS).is_file():
+            return folder / CLASSIC_ANSWERS
+        return super().answers_file(folder)
+
     def read_answers(self, path: Path) -> dict[str, float]:
         """PAN 2013-2015's answers.txt ("ID value" lines) where the file is named *.txt; answers.jsonl otherwise."""
         if Path(path).name.lower().endswith(".txt"):

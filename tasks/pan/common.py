@@ -311,6 +311,12 @@ class PanVerificationTask:
         """Answer files in a format of the task's own, written by `predict` beside answers.jsonl (name -> text)."""
         return {}
 
+    def answers_file(self, folder: Path) -> Path:
+        """The answers file of a submission's folder (`harness score --answers FOLDER`): answers.jsonl(.gz)."""
+        from core.files import find_data_file
+
+        return find_data_file(folder, "answers.jsonl")
+
     def read_answers(self, path: Path) -> dict[str, float]:
         """Read a PAN answers file (jsonl or jsonl.gz) into value by problem id, validating every line."""
         from tasks.pan.evaluator import read_answers

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +115,16 @@ def test_pan_2013_2015_answers_txt_is_written_and_scored_beside_the_runs(pan14_r
     markdown = invoke("leaderboard", pan14_runs, tmp_path / "runs")
     essays = markdown.split("### pan-classic on pan14-english-essays")[1].split("###")[0]
     assert "| sub |" in essays and "| cngdist |" in essays
+
+    # a PAN 2013-2015 submission's folder holds answers.txt alone (audit 13, F2: it was refused, "expected
+    # answers.jsonl or answers.jsonl.gz in this directory"); the record takes the folder's name
+    submission = tmp_path / "p13b"
+    submission.mkdir()
+    shutil.copy(tmp_path / "tira" / "answers.txt", submission)
+    from_folder = invoke("score", "--task", "pan-classic", "--truth", test_dir, "--answers", submission, "--record",
+                         tmp_path / "folder-record")  # fmt: skip
+    assert from_folder.splitlines()[:3] == from_jsonl.splitlines()[:3]
+    assert json.loads((tmp_path / "folder-record" / "result.json").read_text())["system"]["name"] == "p13b"
 
     bad = tmp_path / "bad" / "answers.txt"
     bad.parent.mkdir()
