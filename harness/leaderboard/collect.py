@@ -119,14 +119,26 @@ def unique_runs(runs: Iterable[Run]) -> list[Run]:
 
 
 def test_data_groups(runs: Sequence[Run]) -> list[list[Run]]:
-    """The runs in groups that all pairwise share task version and test data (`same_test_data`), in order found."""
+    """The runs in groups that all pairwise share task version and test data (`same_test_data`), in order found.
+
+    A record (`harness score --record`) knows only its truth, which two test sets may share (texts edited, the same
+    truth): it joins the group of its own dataset name where there is one (audit 13: it joined whichever came
+    first), else the first, with a warning naming the others."""
     groups: list[list[Run]] = []
-    for run in runs:
-        group = next((g for g in groups if all(same_test_data(run.result, other.result) for other in g)), None)
-        if group is None:
+    records = [run for run in runs if run.result.test_truth_only]
+    for run in [run for run in runs if not run.result.test_truth_only] + records:  # runs first, then records
+        fits = [g for g in groups if all(same_test_data(run.result, other.result) for other in g)]
+        named = [g for g in fits if any(other.result.dataset == run.result.dataset for other in g)]
+        if not fits:
             groups.append([run])
-        else:
-            group.append(run)
+            continue
+        if len(fits) > 1 and not named:
+            logger.warning(
+                "%s: its truth is that of %d test sets (%s); it is listed with the first: record it from the truth "
+                "in its own test set's folder to place it",
+                run.path, len(fits), ", ".join(sorted({g[0].result.dataset for g in fits})),
+            )  # fmt: skip
+        (named or fits)[0].append(run)
     return groups
 
 

@@ -255,3 +255,28 @@ def test_lower_is_better_also_ranks_a_missing_main_score_last(tmp_path: Path, br
     (table,) = build_tables(find_runs([tmp_path]))
     assert [row.label for row in table.rows] == ["c-better", "b-worse", "a-broken"]
     assert table.best("mean_rank") == 2.0
+
+
+def test_a_record_joins_the_table_of_its_own_test_set_where_two_share_its_truth(tmp_path: Path):
+    """Audit 13, F4: a record (truth only) joined whichever of two test sets with its truth came first."""
+    from helpers.paths import SAMPLE
+
+    edited = tmp_path / "edited-sample"  # the same truth, one text edited: another test set
+    shutil.copytree(SAMPLE, edited)
+    pairs = edited / "test" / "pairs.jsonl"
+    lines = pairs.read_text(encoding="utf-8").splitlines(keepends=True)
+    first = json.loads(lines[0])
+    first["pair"][0] += " edited"
+    pairs.write_text(json.dumps(first) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    out = tmp_path / "runs"
+    for data in (edited, SAMPLE):  # the edited set's run first, as the audit found it
+        args = ["run", "--system", "length_ratio", "--task", "pan23", "--data", str(data), "--out", str(out)]
+        assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
+    (answers,) = (out / "pan23" / "pan23-format-sample").rglob("answers.jsonl")
+    args = ["score", "--task", "pan23", "--truth", str(SAMPLE / "test" / "truth.jsonl"), "--answers", str(answers),
+            "--record", str(tmp_path / "teamx"), "--system-name", "teamx"]  # fmt: skip
+    assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
+    tables = {
+        table.dataset: {row.label for row in table.rows} for table in build_tables(find_runs([out, tmp_path / "teamx"]))
+    }
+    assert tables == {"edited-sample": {"length_ratio"}, "pan23-format-sample": {"length_ratio", "teamx"}}
