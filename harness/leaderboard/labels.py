@@ -48,10 +48,7 @@ class SystemLabels:
         for name, by_digest in settings.items():
             fitted = {digest: r.system_params for digest, r in by_digest.items() if not _is_record(r)}
             differing = _differing(fitted.values())
-            settings_text = {
-                digest: ", ".join(f"{key}={_value(params, key)}" for key in differing)
-                for digest, params in fitted.items()
-            }
+            settings_text = {digest: _setting(params, differing) for digest, params in fitted.items()}
             texts = list(settings_text.values())
             for digest, result in by_digest.items():
                 setting = settings_text.get(digest, "")
