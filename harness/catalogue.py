@@ -74,21 +74,38 @@ def _about(cls: type) -> list[str]:
 
 
 def _parameter_lines(cls: type, option: str) -> list[str]:
-    """Each constructor parameter with its default; a part's fields as `part.field = default` under it."""
+    """Each constructor parameter with its default; a part's fields as `part.field = default` under it. A default of
+    None that the constructor makes into a part (the preset's choice) shows that part's fields too, so the dotted
+    names `--param` takes are found here (audit 13: `encoder.text_dim` was shown nowhere)."""
     lines = [f"  parameters ({option} KEY=VALUE):"]
+    made = _made_by_default(cls)
     for parameter in inspect.signature(cls).parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
         default = parameter.default
+        part = default if is_part(default) else made.get(parameter.name) if default is None else None
         if default is parameter.empty:
             lines.append(f"    {parameter.name} (required)")
-        elif is_part(default):
-            fields = describe_part(default)
-            lines.append(f"    {parameter.name} = {fields.pop(NAME_KEY)} (a part; its fields:)")
+        elif part is not None:
+            fields = describe_part(part)
+            name = fields.pop(NAME_KEY)
+            shown = f"{name} (a part" if part is default else f"null (the preset's part, {name}"
+            lines.append(f"    {parameter.name} = {shown}; its fields:)")
             lines += [f"      {parameter.name}.{key} = {_shown(value)}" for key, value in _flat(fields)]
         else:
             lines.append(f"    {parameter.name} = {_shown(default)}")
     return lines
+
+
+def _made_by_default(cls: type) -> dict[str, Any]:
+    """The parts an instance made with every default holds, by parameter name; {} where it cannot be made so (a
+    required parameter, a constructor that reads files)."""
+    try:
+        instance = cls()
+    except Exception:  # noqa: BLE001 - only what `list` can show is at stake
+        return {}
+    values = {name: getattr(instance, name, None) for name in inspect.signature(cls).parameters}
+    return {name: value for name, value in values.items() if is_part(value)}
 
 
 def _flat(fields: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -116,3 +116,18 @@ def test_the_readme_names_every_registered_system_and_task():
     named = set(re.findall(r"`([a-z][a-z0-9_-]*)`", section))
     assert not set(registry.SYSTEMS) - named, sorted(set(registry.SYSTEMS) - named)
     assert not set(registry.TASKS) - named, sorted(set(registry.TASKS) - named)
+
+
+def test_parts_the_preset_makes_show_the_dotted_names_param_takes():
+    """Audit 13: `--param encoder.text_dim=64` (nbcsauthor) was shown nowhere: its encoder's default is None, made
+    into a part by the preset, and `list` showed `encoder = null` alone."""
+    pytest.importorskip("torch")
+    from harness.params import build, parse_cli
+    from systems.nbcsauthor.system import EpisodeAuthor
+
+    result = invoke("nbcsauthor")
+    assert result.exit_code == 0, result.output
+    assert "    encoder = null (the preset's part, episode_encoder; its fields:)" in result.output
+    assert "      encoder.text_dim = 64" in result.output and "      loss.tau = 0.2" in result.output
+    built = build(EpisodeAuthor, parse_cli(EpisodeAuthor, {"encoder.text_dim": "72", "loss.tau": "0.3"}))
+    assert built.encoder.text_dim == 72 and built.loss.tau == 0.3  # the names shown are the ones taken
