@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import HarnessError
 from harness.leaderboard import Run, build_tables
 from harness.leaderboard.table import Table
 from harness.metrics.ranking import recall_at_k_from_ranks
@@ -175,17 +174,10 @@ def plot_recall_at_k(table: Table, out_dir: Path) -> list[Path]:
 
 def _headline_ranks(run: Run) -> np.ndarray | None:
     """The first-match ranks of the run's headline ranking (None where its details hold no rank or no match)."""
-    from harness import registry
+    from harness.item_statistics import headline_rows
 
-    try:
-        selected = registry.task_class(run.result.task_name).metadata.ranking_rows
-    except HarnessError:  # a task this harness does not know: every row with a rank
-        selected = {}
-    ranks = [
-        row["rank"]
-        for row in run.result.details()  # checked against the checksum its result recorded
-        if "rank" in row and all(row.get(field) == value for field, value in selected.items())
-    ]
+    details = run.result.details()  # checked against the checksum its result recorded
+    ranks = [row["rank"] for row in headline_rows(run.result.task_name, details) if "rank" in row]
     if not ranks or not any(rank > 0 for rank in ranks):
         return None
     return np.array(ranks, dtype=np.int64)

@@ -27,11 +27,30 @@ ItemMeasure = Callable[[Columns], float]  # a measure on some items' columns (no
 _COLUMN_SETS = (("value", "same"), ("rank",), ("score", "same"))
 
 
+def headline_rows(task_name: str, details: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows a run's main score and headline curves are computed from: those its task's `ranking_rows` selects
+    (darkweb: the within-market queries, not the migrant queries, whose rows repeat an episode's id; reddit: the
+    ranking rows); every row for other tasks, or for a task this harness does not know. Audit 14: the bootstrap
+    resampled the migrant rows with the rest, and the permutation test paired rows by an id they share."""
+    from harness import registry
+
+    try:
+        selected = registry.task_class(task_name).metadata.ranking_rows
+    except HarnessError:
+        selected = {}
+    return [row for row in details if all(row.get(field) == value for field, value in selected.items())]
+
+
 def item_ids(details: Sequence[dict[str, Any]]) -> list[str]:
-    """The items' identities, to pair two runs item by item."""
+    """The items' identities, to pair two runs item by item; an id given to two items is refused (a pairing by it
+    would match other items)."""
     for key in ("id", "query", "trial"):
         if details and key in details[0]:
-            return [str(row[key]) for row in details]
+            ids = [str(row[key]) for row in details]
+            if len(set(ids)) < len(ids):
+                repeated = next(item for item in ids if ids.count(item) > 1)
+                raise HarnessError(f"the items' {key} {repeated!r} names more than one item: they cannot be paired")
+            return ids
     return [str(i) for i in range(len(details))]
 
 

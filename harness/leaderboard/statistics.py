@@ -12,6 +12,7 @@ from harness.item_statistics import (
     ItemMeasure,
     bootstrap_interval,
     columns,
+    headline_rows,
     item_ids,
     item_measure_function,
     paired_permutation_test,
@@ -64,7 +65,8 @@ def add_significance(table: Table, *, rounds: int, seed: int) -> None:
 
 
 def _columns_of(run: Run) -> tuple[list[str], Columns]:
-    details = run.result.details()  # checked against the checksum its result recorded
+    """The item ids and columns of the rows the run's main score is computed from (`headline_rows`)."""
+    details = headline_rows(run.result.task_name, run.result.details())  # checked against its recorded checksum
     return item_ids(details), columns(details)
 
 

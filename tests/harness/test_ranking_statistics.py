@@ -1,0 +1,59 @@
+"""A ranking task's interval and test are computed on the rows its main score is (audit 14): darkweb's MRR pools
+the within-market queries, and its details also hold the migrant queries, whose rows repeat an episode's id.
+episode_tfidf and forum_wccn on 75 authors of the real forum posts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from core.errors import HarnessError
+from harness.cli import main
+from harness.item_statistics import bootstrap_interval, item_ids, paired_permutation_test
+from harness.leaderboard import build_tables, find_runs
+from harness.metrics.ranking import mrr_from_ranks
+
+
+@pytest.fixture(scope="module")
+def runs(forum_posts_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ranking") / "runs"
+    for system in ("episode_tfidf", "forum_wccn"):
+        args = ["run", "--system", system, "--task", "darkweb", "--data", str(forum_posts_file.parent), "--out",
+                str(out), "--task-param", "max_authors=75"]  # fmt: skip
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    return out
+
+
+def within_ranks(run_dir: Path) -> dict[str, int]:
+    rows = [json.loads(line) for line in (run_dir / "details.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {row["set"] for row in rows} > {"within"}  # migrant rows too, which repeat ids
+    return {row["query"]: row["rank"] for row in rows if row["set"] == "within"}
+
+
+def test_the_interval_and_the_test_read_the_within_market_queries_only(runs: Path):
+    (table,) = build_tables(find_runs([runs]), ci=True, significance=True, resamples=200)
+    best, other = table.rows
+    ranks = {row.label: within_ranks(row.first_run.path.parent) for row in table.rows}
+    recorded = best.first_run.result.scores["mrr"]
+    assert mrr_from_ranks(np.array(list(ranks[best.label].values()))) == pytest.approx(recorded, abs=1e-12)
+
+    def mrr(cols):
+        return mrr_from_ranks(cols["rank"])
+
+    mine = bootstrap_interval(mrr, {"rank": np.array(list(ranks[best.label].values()))}, resamples=200, seed=0)
+    assert best.ci == pytest.approx(mine, abs=1e-12)  # was: the migrant rows resampled with them
+    queries = list(ranks[best.label])  # the other run's ranks aligned query by query
+    assert sorted(queries) == sorted(ranks[other.label])
+    first, second = ({"rank": np.array([ranks[row.label][q] for q in queries])} for row in (best, other))
+    paired = paired_permutation_test(mrr, first, mrr, second, rounds=200, seed=0)
+    assert other.p_value == pytest.approx(paired, abs=1e-12)  # was: rows paired by a shared id, shifted
+
+
+def test_ids_that_name_two_items_are_refused_for_pairing():
+    with pytest.raises(HarnessError, match="'q1' names more than one item"):
+        item_ids([{"query": "q1", "rank": 1}, {"query": "q1", "rank": 3}])
