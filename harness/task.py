@@ -42,6 +42,10 @@ class TaskMetadata:
     # ranking tasks: the details rows (field -> value) whose first-match ranks the headline R@k pools, for
     # `harness plot`'s R@k curves; empty: every row that has a rank
     ranking_rows: dict[str, str] = field(default_factory=dict)
+    # what a leaderboard table of the task's runs says under it about what its figures count (audit 14: how many
+    # queries a pooled MRR leaves out, how EER is averaged), formatted with the lowest-seed run of the table's
+    # first row: its scores, task parameters and measure settings, by name ("?" where a result lacks one)
+    table_note: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import string
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from harness.leaderboard.statistics import add_intervals, add_significance
 from harness.leaderboard.table import Row, Table
 from harness.leaderboard.type_pairs import add_type_pairs
 from harness.metrics.table import higher_is_better, is_known
+from harness.run_result import RunResult
 
 logger = logging.getLogger("harness")
 
@@ -145,10 +147,40 @@ def _table(task_name: str, runs: Sequence[Run], systems: SystemLabels) -> Table:
     unranked = [row.label for row in rows if row.unranked(main)]
     if unranked:
         notes.append(f"ranked last: {', '.join(unranked)}: no {main} (NaN or missing in a run).")
+    notes += _task_note(rows[0].first_run.result) if rows else []
     legend = systems.legend(systems.label((name, digest)) for name, digest, _ in by_system)
     table = Table(task_name, first.task_version, main, measures, lower, rows, notes=notes + legend, legend=legend)
     add_type_pairs(table, runs)
     return table
+
+
+def _task_note(result: RunResult) -> list[str]:
+    """The task's `table_note` (what its figures count), filled from `result`; none for a task without one, or one
+    this harness does not know."""
+    from harness import registry
+
+    try:
+        text = registry.task_class(result.task_name).metadata.table_note
+    except HarnessError:
+        return []
+    if not text:
+        return []
+    fields = {**result.scores, **result.task_params, **result.measure_settings}
+    return [string.Formatter().vformat(text, (), _Shown({key: _shown(value) for key, value in fields.items()}))]
+
+
+class _Shown(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def _shown(value: Any) -> str:
+    """A field as a note shows it: whole numbers without ".0", lists joined."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
 
 
 def _rows_of_runs(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:

@@ -104,6 +104,11 @@ class DarkwebTask:
             ),
         },
         ranking_rows={"set": "within"},  # the headline R@k pools the within-market queries, not the migrants
+        table_note=(
+            "MRR and R@k pool the within-market queries of every market (protocol {protocol}): {queries} queries; "
+            "{queries_without_match} more, left with no same-author candidate, are left out, not counted as misses "
+            "(lowest-seed run of the first row)."
+        ),
     )
 
     def __init__(

@@ -131,6 +131,12 @@ class RedditTask:
         splits=("train", "test"),
         citation=CITATION,
         ranking_rows={"evaluation": "ranking"},  # account ranking's rows; the linking rows hold trials, not ranks
+        table_note=(
+            "MRR and R@k: account ranking, one ranking over the test authors; EER and minDCF: linking, the unweighted "
+            "mean over the subreddits with at least {linking_min_subreddit_queries} query authors "
+            "({linking_averaged_subreddits}; Khan et al. average five), minDCF normalised (p_target {p_target}, "
+            "C_miss {c_miss}, C_fa {c_fa}); protocol {protocol} (lowest-seed run of the first row)."
+        ),
     )
 
     def __init__(

@@ -57,3 +57,16 @@ def test_the_interval_and_the_test_read_the_within_market_queries_only(runs: Pat
 def test_ids_that_name_two_items_are_refused_for_pairing():
     with pytest.raises(HarnessError, match="'q1' names more than one item"):
         item_ids([{"query": "q1", "rank": 1}, {"query": "q1", "rank": 3}])
+
+
+def test_the_table_says_what_its_pooled_mrr_counts(runs: Path):
+    """Audit 14, F3: a tenth of darkweb's queries (no same-author candidate outside their threads) are left out of
+    MRR and R@k, which result.json and the docs said but no table did."""
+    (table,) = build_tables(find_runs([runs]))
+    scores = table.rows[0].first_run.result.scores
+    expected = (
+        f"MRR and R@k pool the within-market queries of every market (protocol thread-disjoint): "
+        f"{int(scores['queries'])} queries; {int(scores['queries_without_match'])} more, left with no same-author "
+        "candidate, are left out, not counted as misses (lowest-seed run of the first row)."
+    )
+    assert expected in table.notes and scores["queries_without_match"] > 0
