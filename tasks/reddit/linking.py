@@ -38,7 +38,7 @@ from core.errors import HarnessError
 from core.progress import Progress
 from harness.metrics.linking import det_curve, eer, min_dcf
 from harness.metrics.ranking import first_relevant_ranks
-from tasks.forum.records import ForumPost
+from tasks.forum.records import ForumPost, time_order
 from tasks.reddit.actions import ActionEncoder
 from tasks.reddit.embedding import embed_samples
 from tasks.reddit.records import LinkingSet
@@ -76,7 +76,7 @@ def build_linking_set(
         test_posts = [p for p in test_posts if p.subforum == subreddit]
     history: dict[str, list[ForumPost]] = defaultdict(list)
     future: dict[str, list[ForumPost]] = defaultdict(list)
-    for post in sorted(test_posts, key=lambda p: p.created):
+    for post in sorted(test_posts, key=time_order):  # one second's posts by id, not by the file's order
         (history if post.created < split_time else future)[post.author].append(post)
 
     need = sizes[-1]

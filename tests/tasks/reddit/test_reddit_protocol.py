@@ -72,6 +72,22 @@ def test_an_authors_posts_of_the_same_second_come_by_id_whatever_the_files_order
     assert posts_by_author(posts[::-1]) == posts_by_author(posts)
 
 
+def test_linking_samples_of_the_same_second_come_by_id_whatever_the_files_order():
+    """Audit 14, F8: the linking set sorted by time alone, so the file's order broke ties within a second."""
+    from tasks.reddit.linking import build_linking_set
+
+    posts = [fp(i, "a", T0 + (i // 2) * DAY, f"t{i}") for i in range(12)]  # pairs of posts in one second
+    posts += [fp(20 + i, "b", T0 + (i // 2) * DAY, f"u{i}") for i in range(12)]
+    sets = [
+        build_linking_set(
+            order, ActionEncoder(["College"]), split_quantile=0.5, query_size=4, min_query_posts=2, target_sizes=[2]
+        )[0]  # fmt: skip
+        for order in (posts, posts[::-1])
+    ]
+    assert sets[0].query_post_ids == sets[1].query_post_ids and sets[0].target_post_ids == sets[1].target_post_ids
+    assert sets[0].query_post_ids and any(len(ids) > 1 for ids in sets[0].query_post_ids)
+
+
 def test_leak_free_ranking_skips_the_gap_and_the_query_threads_and_counts_what_it_drops():
     a = [fp(i, "a", T0 + i * DAY, "t1" if i % 2 else "t2") for i in range(4)]  # query: threads t1, t2
     a += [
