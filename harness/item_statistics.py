@@ -13,6 +13,7 @@ a measure added there can be resampled without a change here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -47,9 +48,9 @@ def item_ids(details: Sequence[dict[str, Any]]) -> list[str]:
     for key in ("id", "query", "trial"):
         if details and key in details[0]:
             ids = [str(row[key]) for row in details]
-            if len(set(ids)) < len(ids):
-                repeated = next(item for item in ids if ids.count(item) > 1)
-                raise HarnessError(f"the items' {key} {repeated!r} names more than one item: they cannot be paired")
+            repeated = [item for item, count in Counter(ids).items() if count > 1]
+            if repeated:
+                raise HarnessError(f"the items' {key} {repeated[0]!r} names more than one item: they cannot be paired")
             return ids
     return [str(i) for i in range(len(details))]
 
