@@ -21,7 +21,16 @@ import numpy as np
 from harness.leaderboard import Run, build_tables
 from harness.leaderboard.table import Table
 from harness.metrics.ranking import recall_at_k_from_ranks
-from harness.plotting import STYLE, legend_label, line_style, place_legend, pyplot, save_figure, verification_trials
+from harness.plotting import (
+    LOWEST_SEED,
+    STYLE,
+    legend_label,
+    line_style,
+    place_legend,
+    pyplot,
+    save_figure,
+    verification_trials,
+)
 
 NO_ANSWER = 0.5  # PAN's "no answer": counted apart from every bin
 HISTOGRAM_BINS = 20
@@ -68,7 +77,7 @@ def plot_score_distributions(table: Table, systems: Sequence[Trials], out_dir: P
             ax.set_ylabel("problems")
             ax.legend(loc="upper left")
         axes[-1, 0].set_xlabel("answer")
-        fig.suptitle(f"Answers by class: {table.title}", fontsize=9)
+        fig.suptitle(f"Answers by class: {table.title} ({LOWEST_SEED})", fontsize=9)
         header = ["system", "class", "bin", "low", "high", "count"]
         return save_figure(fig, out_dir, f"score-distribution-{table.file_stem}", header, rows)
 
@@ -107,7 +116,7 @@ def plot_reliability(table: Table, systems: Sequence[Trials], out_dir: Path) -> 
             hollow = {"marker": "o", "markerfacecolor": "none", "linestyle": "none", "color": "0.4"}
             ax.plot([], [], label="its share among the answers of 0.5", **hollow)
         ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="answer (mean of its bin)", ylabel="share of same-author problems")
-        ax.set_title(f"Reliability: {table.title}")
+        ax.set_title(f"Reliability: {table.title} ({LOWEST_SEED})", fontsize=8)
         place_legend(fig, ax, len(systems) + 2)
         header = ["system", "bin", "low", "high", "problems", "mean_answer", "same_share"]
         return save_figure(fig, out_dir, f"reliability-{table.file_stem}", header, rows)
@@ -140,7 +149,7 @@ def plot_type_pair_heatmap(table: Table, out_dir: Path) -> list[Path]:
         ax.set_yticks(range(len(table.rows)), [row.label for row in table.rows])
         ax.grid(False)
         fig.colorbar(image, ax=ax, label=table.main)
-        ax.set_title(f"{table.main} per type pair: {table.title}", fontsize=8)
+        ax.set_title(f"{table.main} per type pair: {table.title} (mean over seeds)", fontsize=8)
         rows = [(row.label, pair, table.type_pairs[pair], table.main, row.pair_mean[pair], row.pair_std[pair],
                  len(row.runs)) for row in table.rows for pair in pairs if pair in row.pair_mean]  # fmt: skip
         header = ["system", "pair", "problems", "measure", "mean", "std", "runs"]
@@ -166,7 +175,8 @@ def plot_recall_at_k(table: Table, out_dir: Path) -> list[Path]:
             ax.plot(ks, recalls, marker="o", markersize=2, label=legend_label(label), **line_style(i))
             queries = int(np.sum(ranks > 0))
             rows += [(label, k, recall, queries) for k, recall in zip(ks, recalls, strict=True)]
-        ax.set(xlim=(1, MAX_K), ylim=(0, 1), xlabel="k", ylabel="recall at k", title=f"R@k: {table.title}")
+        ax.set(xlim=(1, MAX_K), ylim=(0, 1), xlabel="k", ylabel="recall at k")
+        ax.set_title(f"R@k: {table.title} ({LOWEST_SEED}; the queries the table's R@k count)", fontsize=8)
         ax.set_xticks([1, 5, 10, 15, 20])
         place_legend(fig, ax, len(curves))
         return save_figure(fig, out_dir, f"recall-at-k-{table.file_stem}", ["system", "k", "recall", "queries"], rows)

@@ -22,9 +22,15 @@ import numpy as np
 from core.errors import HarnessError, OutputError
 from core.files import STAGED_SUFFIX, is_write_error, staging_folder, sweeping
 from harness.leaderboard import Run, build_tables, escape
+from harness.leaderboard.build import task_text
+from harness.leaderboard.labels import SystemLabels, system_key
 from harness.leaderboard.table import Table
 from harness.metrics.linking import det_curve
 from harness.results import DETAILS_NAME
+
+# what a figure's curves are, in its title (audit 15: curves of one seed carried the label of a mean over seeds)
+LOWEST_SEED = "each system's lowest-seed run"
+OVER_SEEDS = "mean ± sample sd over seeds"
 
 STYLE = {
     "figure.figsize": (4.6, 3.6),
@@ -112,7 +118,7 @@ def plot_verification_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
             if trials is not None:
                 _, p_fa, p_miss = det_curve(*trials)
                 curves.append((row.label, p_fa, p_miss))
-        written += _roc_and_det(table, curves, out_dir)
+        written += _roc_and_det(table, curves, out_dir, LOWEST_SEED)
     return written
 
 
@@ -133,23 +139,43 @@ def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
                 per_seed = [run.result.curves["eer_vs_target_size"] for run in row.runs]
                 sizes = per_seed[0]["target_sizes"]
                 eers = np.array([curve["eer"] for curve in per_seed])
-                mean, spread = eers.mean(0), eers.std(0)
+                mean, spread = eers.mean(0), sample_sd(eers)
                 style = line_style(i)
                 label = legend_label(row.label)
                 ax.errorbar(sizes, mean, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
-                rows += [(row.label, k, m, sd, len(per_seed)) for k, m, sd in zip(sizes, mean, spread, strict=True)]
+                rows += [
+                    (row.label, k, m, _or_none(sd), len(per_seed)) for k, m, sd in zip(sizes, mean, spread, strict=True)
+                ]
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [str(k) for k in sizes])
-            ax.set(xlabel="target sample size (posts)", ylabel="EER (lower is better)", title=f"EER: {table.title}")
+            ax.set(xlabel="target sample size (posts)", ylabel="EER (lower is better)")
+            ax.set_title(f"EER: {table.title} ({OVER_SEEDS})", fontsize=8)
             place_legend(fig, ax, len(table.rows))
             header = ["system", "target_size", "eer_mean", "eer_std", "runs"]
             written += save_figure(fig, out_dir, f"eer-by-target-size-{table.file_stem}", header, rows)
-        written += _roc_and_det(table, curves, out_dir)
+        note = task_text(table.rows[0].first_run.result, "curve_note") if table.rows else ""
+        written += _roc_and_det(table, curves, out_dir, f"{note}; {LOWEST_SEED}" if note else LOWEST_SEED)
     return written
 
 
-def _roc_and_det(table: Table, curves: Sequence[tuple[str, np.ndarray, np.ndarray]], out_dir: Path) -> list[Path]:
-    """ROC and DET figures from (label, p_fa, p_miss) points, one line per system, its ROC area in the legend."""
+def sample_sd(values: np.ndarray) -> np.ndarray:
+    """The sd over the first axis (seeds) as the tables give it: n - 1, NaN for a single run."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) < 2:
+        return np.full(values.shape[1:], np.nan)
+    return values.std(0, ddof=1)
+
+
+def _or_none(value: float) -> float | None:
+    """NaN (no sd of one run) as an empty CSV cell, as the leaderboard's CSV has it."""
+    return None if math.isnan(value) else float(value)
+
+
+def _roc_and_det(
+    table: Table, curves: Sequence[tuple[str, np.ndarray, np.ndarray]], out_dir: Path, what: str
+) -> list[Path]:
+    """ROC and DET figures from (label, p_fa, p_miss) points, one line per system, its ROC area in the legend;
+    `what` says in the titles which trials the curves are."""
     from scipy.stats import norm
 
     if not curves:
@@ -174,13 +200,15 @@ def _roc_and_det(table: Table, curves: Sequence[tuple[str, np.ndarray, np.ndarra
             ax_det.plot(norm.ppf(p_fa[inside]), norm.ppf(p_miss[inside]), label=shown, marker=marker, **line)
             det_rows += [(label, f, m) for f, m in zip(p_fa, p_miss, strict=True)]
         ax_roc.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1)
-        ax_roc.set(xlabel="false positive rate", ylabel="true positive rate", title=f"ROC: {table.title}")
+        ax_roc.set(xlabel="false positive rate", ylabel="true positive rate")
+        ax_roc.set_title(f"ROC: {table.title} ({what})", fontsize=8)
         ticks = np.array([0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99])
         ax_det.set_xticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
         ax_det.set_yticks(norm.ppf(ticks), [f"{t:g}" for t in ticks])
         ax_det.set_xlim(norm.ppf(0.0005), norm.ppf(0.9995))
         ax_det.set_ylim(norm.ppf(0.0005), norm.ppf(0.9995))
-        ax_det.set(xlabel="false alarm probability", ylabel="miss probability", title=f"DET: {table.title}")
+        ax_det.set(xlabel="false alarm probability", ylabel="miss probability")
+        ax_det.set_title(f"DET: {table.title} ({what})", fontsize=8)
         for fig, ax in ((fig_roc, ax_roc), (fig_det, ax_det)):
             place_legend(fig, ax, len(curves))
         written = save_figure(fig_roc, out_dir, f"roc-{table.file_stem}", ["system", "fpr", "tpr"], roc_rows)
@@ -198,6 +226,7 @@ def plot_measure_by_parameter(
     """
     plt = pyplot()
     points: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
+    labels = SystemLabels(runs)  # one line per system setting, named as the tables name it (not per system name)
     for run in runs:
         result = run.result
         value = result.task_params.get(parameter)
@@ -207,7 +236,7 @@ def plot_measure_by_parameter(
             continue
         score = result.score(measure)  # NaN where a hand-edited file holds null or a string: not a point
         if not math.isnan(score):
-            points[result.system_name][value].append(score)
+            points[labels.label(system_key(result))][value].append(score)
     if not points:
         return []
     rows = []
@@ -216,13 +245,16 @@ def plot_measure_by_parameter(
         for system in sorted(points):
             xs = sorted(points[system])
             means = [float(np.mean(points[system][x])) for x in xs]
-            spread = [float(np.std(points[system][x])) for x in xs]
+            spread = [float(sample_sd(np.array(points[system][x]))) for x in xs]
             style = line_style(sorted(points).index(system))
             label = legend_label(system)
             ax.errorbar(xs, means, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
-            rows += [(system, x, m, s, len(points[system][x])) for x, m, s in zip(xs, means, spread, strict=True)]
+            rows += [
+                (system, x, m, _or_none(s), len(points[system][x])) for x, m, s in zip(xs, means, spread, strict=True)
+            ]
         where = f"{task} on {dataset}" if dataset else task
-        ax.set(xlabel=parameter.replace("_", " "), ylabel=measure, title=f"{measure} against {parameter}: {where}")
+        ax.set(xlabel=parameter.replace("_", " "), ylabel=measure)
+        ax.set_title(f"{measure} against {parameter}: {where} ({OVER_SEEDS})", fontsize=8)
         place_legend(fig, ax, len(points))
         stem = f"{measure}-by-{parameter}-{task}" + (f"-{dataset}" if dataset else "")
         return save_figure(fig, out_dir, stem, ["system", parameter, f"{measure}_mean", "std", "runs"], rows)

@@ -46,6 +46,9 @@ class TaskMetadata:
     # queries a pooled MRR leaves out, how EER is averaged), formatted with the lowest-seed run of the table's
     # first row: its scores, task parameters and measure settings, by name ("?" where a result lacks one)
     table_note: str = ""
+    # what a ROC or DET figure of the task's runs shows where that is not the table's main score (reddit: the pooled
+    # linking set, where the table's EER is the subreddits' mean), filled as `table_note` is (audit 15)
+    curve_note: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:

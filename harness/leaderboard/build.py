@@ -147,26 +147,25 @@ def _table(task_name: str, runs: Sequence[Run], systems: SystemLabels) -> Table:
     unranked = [row.label for row in rows if row.unranked(main)]
     if unranked:
         notes.append(f"ranked last: {', '.join(unranked)}: no {main} (NaN or missing in a run).")
-    notes += _task_note(rows[0].first_run.result) if rows else []
+    note = task_text(rows[0].first_run.result, "table_note") if rows else ""
+    notes += [note] if note else []
     legend = systems.legend(systems.label((name, digest)) for name, digest, _ in by_system)
     table = Table(task_name, first.task_version, main, measures, lower, rows, notes=notes + legend, legend=legend)
     add_type_pairs(table, runs)
     return table
 
 
-def _task_note(result: RunResult) -> list[str]:
-    """The task's `table_note` (what its figures count), filled from `result`; none for a task without one, or one
-    this harness does not know."""
+def task_text(result: RunResult, field: str) -> str:
+    """The task's metadata text `field` (`table_note`, `curve_note`: what its figures count), filled from `result`'s
+    scores, task parameters and measure settings; "" for a task without one, or one this harness does not know."""
     from harness import registry
 
     try:
-        text = registry.task_class(result.task_name).metadata.table_note
+        text = getattr(registry.task_class(result.task_name).metadata, field)
     except HarnessError:
-        return []
-    if not text:
-        return []
+        return ""
     fields = {**result.scores, **result.task_params, **result.measure_settings}
-    return [string.Formatter().vformat(text, (), _Shown({key: _shown(value) for key, value in fields.items()}))]
+    return string.Formatter().vformat(text, (), _Shown({key: _shown(value) for key, value in fields.items()}))
 
 
 class _Shown(dict):

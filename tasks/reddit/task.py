@@ -137,6 +137,7 @@ class RedditTask:
             "({linking_averaged_subreddits}; Khan et al. average five), minDCF normalised (p_target {p_target}, "
             "C_miss {c_miss}, C_fa {c_fa}); protocol {protocol} (lowest-seed run of the first row)."
         ),
+        curve_note="the pooled linking set of every subreddit, target size {linking_target_size}, not the table's mean",
     )
 
     def __init__(

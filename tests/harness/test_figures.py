@@ -220,6 +220,13 @@ def test_recall_at_k_of_reddit_account_ranking(forum_slice: Path, tmp_path: Path
     assert {int(row["queries"]) for row in rows} == {len(ranking)}
     targets = ranking[0]["targets"]
     assert targets <= 20 and recall[targets] == 1.0 and recall[1] < 1.0
+    # its ROC and DET are the pooled linking set, not the subreddits' mean the table's EER is, and say so (audit 15)
+    from harness.leaderboard import find_runs
+    from harness.leaderboard.build import task_text
+
+    (run,) = find_runs([out])
+    expected = f"the pooled linking set of every subreddit, target size {run.result.task_params['linking_target_size']}"
+    assert task_text(run.result, "curve_note") == expected + ", not the table's mean"
 
 
 def test_a_figure_saved_twice_is_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,3 +70,25 @@ def test_the_table_says_what_its_pooled_mrr_counts(runs: Path):
         "candidate, are left out, not counted as misses (lowest-seed run of the first row)."
     )
     assert expected in table.notes and scores["queries_without_match"] > 0
+
+
+def test_a_parameter_figure_draws_each_setting_of_a_system_as_its_own_line(
+    runs: Path, forum_posts_file: Path, tmp_path: Path
+):
+    """Audit 15: the main score against a task parameter averaged every run of a system name, so two settings of one
+    system were one line; its bars were the population sd, where the tables give the sample sd (none for one run)."""
+    import csv
+    import shutil
+
+    from harness.plotting import plot_parameter_figures
+
+    shutil.copytree(runs, tmp_path / "runs")  # the module's runs stay two systems
+    args = ["run", "--system", "episode_tfidf", "--task", "darkweb", "--data", str(forum_posts_file.parent)]
+    args += ["--out", str(tmp_path / "runs"), "--task-param", "max_authors=75", "--param", "max_ngram=2"]
+    assert CliRunner().invoke(main, [*args, "--seed", "0", "--seed", "1"], catch_exceptions=False).exit_code == 0
+    written = plot_parameter_figures(find_runs([tmp_path / "runs"]), tmp_path / "figures")
+    (table,) = (path for path in written if path.suffix == ".csv")
+    rows = {row["system"]: row for row in csv.DictReader(table.open(encoding="utf-8"))}
+    assert set(rows) == {"episode_tfidf (max_ngram=1)", "episode_tfidf (max_ngram=2)", "forum_wccn"}
+    assert rows["forum_wccn"]["std"] == "" and rows["episode_tfidf (max_ngram=2)"]["runs"] == "2"
+    assert float(rows["episode_tfidf (max_ngram=2)"]["std"]) == 0.0  # two seeds of a deterministic system
