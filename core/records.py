@@ -39,6 +39,16 @@ class VerificationTruth(NamedTuple):
     same: bool
     authors: tuple[str, ...] | None = None
 
+    @property
+    def named_authors(self) -> tuple[str, ...] | None:
+        """`authors` where they name people; None where the corpus names none, or where they are the problem-local
+        labels `harness convert` writes for PAN 2013-2015 (`<id>-known`, `<id>-unknown`), which say only whether
+        the two texts share an author (audit 16: calibration took them for authors and said folds kept them apart)."""
+        known = f"{self.id}-known"
+        if self.authors is not None and tuple(self.authors) == (known, known if self.same else f"{self.id}-unknown"):
+            return None
+        return self.authors
+
 
 class Answer(NamedTuple):
     """A system's answer: a score in [0, 1]; exactly 0.5 means "no answer"."""

@@ -334,7 +334,7 @@ def truth_authors(data: VerificationData) -> list[tuple[str, ...]] | None:
     where it names none for some problem (PAN 2013-2015 truth names no authors)."""
     if data.truth is None:
         raise HarnessError(f"{data.source}: fitting needs a split with truth")
-    named = [data.truth[problem.id].authors for problem in data.problems]
+    named = [data.truth[problem.id].named_authors for problem in data.problems]  # not convert's placeholders
     if not all(named):
         return None
     return [tuple(authors or ()) for authors in named]

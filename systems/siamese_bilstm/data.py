@@ -50,10 +50,7 @@ class Corpus(NamedTuple):
 def problem_author_labels(problem: VerificationProblem, truth: VerificationTruth) -> list[str]:
     """An author label per text of a problem: from the truth's names, else problem-local pseudo-authors."""
     n = len(problem.texts)
-    authors = truth.authors
-    known = f"{problem.id}-known"
-    if authors is not None and tuple(authors) == (known, known if truth.same else f"{problem.id}-unknown"):
-        authors = None  # the problem-local placeholders `harness convert` writes for PAN 2013-2015: no names
+    authors = truth.named_authors  # None for the problem-local placeholders `harness convert` writes: no names
     if authors is not None and len(authors) == n:
         return [f"name:{a}" for a in authors]
     if authors is not None and len(authors) == 2:

@@ -93,6 +93,23 @@ def test_convert_small_corpus(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "out" / "train").iterdir()) == ["pairs.jsonl", "truth.jsonl"]
 
 
+def test_converted_placeholder_authors_are_not_taken_for_authors(tmp_path: Path) -> None:
+    """Audit 16, F2: calibration read convert's problem-local labels as authors and said its folds kept authors
+    apart ('texts and authors'), though they say only whether a problem's two texts share an author."""
+    from toolkit.calibration import truth_authors
+
+    src = small_corpus(tmp_path / "corpus")
+    convert_classic_to_jsonl(src, tmp_path / "out" / "train")
+    data = Pan23Task().load(tmp_path / "out", "train")
+    assert [data.truth[p.id].authors for p in data.problems] == [
+        ("P01-known", "P01-known"),
+        ("P02-known", "P02-unknown"),
+    ]
+    assert truth_authors(data) is None
+    named = data.truth["P02"]._replace(authors=("alice", "bob"))  # names of people are kept
+    assert named.named_authors == ("alice", "bob")
+
+
 def test_cli_convert_goes_through_the_registry(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
