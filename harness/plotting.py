@@ -23,6 +23,7 @@ from core.errors import HarnessError, OutputError
 from core.files import STAGED_SUFFIX, is_write_error, staging_folder, sweeping
 from harness.leaderboard import Run, build_tables, escape
 from harness.leaderboard.build import task_text
+from harness.leaderboard.formats import nan_as_empty
 from harness.leaderboard.labels import SystemLabels, system_key
 from harness.leaderboard.table import Table
 from harness.metrics.linking import det_curve
@@ -144,7 +145,8 @@ def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
                 label = legend_label(row.label)
                 ax.errorbar(sizes, mean, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
                 rows += [
-                    (row.label, k, m, _or_none(sd), len(per_seed)) for k, m, sd in zip(sizes, mean, spread, strict=True)
+                    (row.label, k, m, nan_as_empty(sd), len(per_seed))
+                    for k, m, sd in zip(sizes, mean, spread, strict=True)
                 ]
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [str(k) for k in sizes])
@@ -164,11 +166,6 @@ def sample_sd(values: np.ndarray) -> np.ndarray:
     if len(values) < 2:
         return np.full(values.shape[1:], np.nan)
     return values.std(0, ddof=1)
-
-
-def _or_none(value: float) -> float | None:
-    """NaN (no sd of one run) as an empty CSV cell, as the leaderboard's CSV has it."""
-    return None if math.isnan(value) else float(value)
 
 
 def _roc_and_det(
@@ -250,7 +247,8 @@ def plot_measure_by_parameter(
             label = legend_label(system)
             ax.errorbar(xs, means, yerr=spread, marker="o", markersize=3, capsize=2, label=label, **style)
             rows += [
-                (system, x, m, _or_none(s), len(points[system][x])) for x, m, s in zip(xs, means, spread, strict=True)
+                (system, x, m, nan_as_empty(s), len(points[system][x]))
+                for x, m, s in zip(xs, means, spread, strict=True)
             ]
         where = f"{task} on {dataset}" if dataset else task
         ax.set(xlabel=parameter.replace("_", " "), ylabel=measure)

@@ -165,15 +165,15 @@ def task_text(result: RunResult, field: str) -> str:
     except HarnessError:
         return ""
     fields = {**result.scores, **result.task_params, **result.measure_settings}
-    return string.Formatter().vformat(text, (), _Shown({key: _shown(value) for key, value in fields.items()}))
+    return string.Formatter().vformat(text, (), _NoteFields({key: _note_value(value) for key, value in fields.items()}))
 
 
-class _Shown(dict):
+class _NoteFields(dict):
     def __missing__(self, key: str) -> str:
         return "?"
 
 
-def _shown(value: Any) -> str:
+def _note_value(value: Any) -> str:
     """A field as a note shows it: whole numbers without ".0", lists joined."""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))

@@ -132,7 +132,7 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                 ci = row.ci if (is_main and row.ci) else (None, None)
                 p = row.p_value if is_main else None
                 rows.append([*where, row.label, len(row.runs), measure,
-                             row.mean[measure], _number(row.std[measure]), ci[0], ci[1], p, None])  # fmt: skip
+                             row.mean[measure], nan_as_empty(row.std[measure]), ci[0], ci[1], p, None])  # fmt: skip
         for row in table.published:
             for measure in table.measures:
                 if measure in row.mean:
@@ -140,8 +140,9 @@ def _csv(tables: Sequence[Table], digits: int) -> str:
                                  None, None, None, None, row.source])  # fmt: skip
         for row in table.rows:  # the breakdown: the main score of each type pair, named as result.json names it
             for pair in row.pair_mean:  # none where the runs recorded no scores per type pair
-                rows.append([*where, row.label, len(row.runs), f"{pair}/{table.main}",
-                             row.pair_mean[pair], _number(row.pair_std[pair]), None, None, None, None])  # fmt: skip
+                sd = nan_as_empty(row.pair_std[pair])
+                rows.append([*where, row.label, len(row.runs), f"{pair}/{table.main}", row.pair_mean[pair], sd,
+                             None, None, None, None])  # fmt: skip
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
@@ -201,7 +202,7 @@ def _json_pairs(table: Table) -> dict[str, Any]:
     return {"measure": table.main, "problems": table.type_pairs, "rows": rows, "notes": table.pair_notes}
 
 
-def _number(value: float) -> float | None:
+def nan_as_empty(value: float) -> float | None:
     """An sd for CSV: empty where there is none (one run), not "nan"."""
     return None if math.isnan(value) else value
 
