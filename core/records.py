@@ -42,12 +42,26 @@ class VerificationTruth(NamedTuple):
     @property
     def named_authors(self) -> tuple[str, ...] | None:
         """`authors` where they name people; None where the corpus names none, or where they are the problem-local
-        labels `harness convert` writes for PAN 2013-2015 (`<id>-known`, `<id>-unknown`), which say only whether
-        the two texts share an author (audit 16: calibration took them for authors and said folds kept them apart)."""
-        known = f"{self.id}-known"
-        if self.authors is not None and tuple(self.authors) == (known, known if self.same else f"{self.id}-unknown"):
+        labels `harness convert` writes for PAN 2013-2015 (`placeholder_authors`), which say only whether the two
+        texts share an author (audit 16: calibration took them for authors and said folds kept them apart)."""
+        if self.authors is not None and tuple(self.authors) == placeholder_authors(self.id, self.same):
             return None
         return self.authors
+
+
+def placeholder_authors(problem_id: str, same: bool) -> tuple[str, str]:
+    """Problem-local author labels for a PAN 2013-2015 problem, whose corpus does not name authors.
+
+    The known texts get `"<id>-known"`; the unknown text gets the same label when `same`, else
+    `"<id>-unknown"`, so `authors[0] == authors[1]` exactly when the truth says Y. `PanClassicTask`
+    itself reports `authors=None`; training code that needs author labels (pair mining, contrastive
+    losses) can call this, and `harness convert` writes these labels into truth.jsonl.
+
+    Caveat: the labels are local to one problem. PAN 2014 corpora reuse texts and authors across
+    problems (and across train and test for essays), so two different labels may be the same real
+    person: never treat labels from different problems as different authors (e.g. as negatives).
+    """
+    return f"{problem_id}-known", f"{problem_id}-known" if same else f"{problem_id}-unknown"
 
 
 class Answer(NamedTuple):

@@ -23,15 +23,15 @@ from core.errors import HarnessError, OutputError
 from core.files import STAGED_SUFFIX, is_write_error, staging_folder, sweeping
 from harness.leaderboard import Run, build_tables, escape
 from harness.leaderboard.build import task_text
+from harness.leaderboard.cells import SPREAD
 from harness.leaderboard.formats import nan_as_empty
 from harness.leaderboard.labels import SystemLabels, system_key
-from harness.leaderboard.table import Table
+from harness.leaderboard.table import Table, sample_sd
 from harness.metrics.linking import det_curve
 from harness.results import DETAILS_NAME
 
 # what a figure's curves are, in its title (audit 15: curves of one seed carried the label of a mean over seeds)
 LOWEST_SEED = "each system's lowest-seed run"
-OVER_SEEDS = "mean ± sample sd over seeds"
 
 STYLE = {
     "figure.figsize": (4.6, 3.6),
@@ -151,21 +151,13 @@ def plot_linking_curves(runs: Sequence[Run], out_dir: Path) -> list[Path]:
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [str(k) for k in sizes])
             ax.set(xlabel="target sample size (posts)", ylabel="EER (lower is better)")
-            ax.set_title(f"EER: {table.title} ({OVER_SEEDS})", fontsize=8)
+            ax.set_title(f"EER: {table.title} ({SPREAD})", fontsize=8)
             place_legend(fig, ax, len(table.rows))
             header = ["system", "target_size", "eer_mean", "eer_std", "runs"]
             written += save_figure(fig, out_dir, f"eer-by-target-size-{table.file_stem}", header, rows)
         note = task_text(table.rows[0].first_run.result, "curve_note") if table.rows else ""
         written += _roc_and_det(table, curves, out_dir, f"{note}; {LOWEST_SEED}" if note else LOWEST_SEED)
     return written
-
-
-def sample_sd(values: np.ndarray) -> np.ndarray:
-    """The sd over the first axis (seeds) as the tables give it: n - 1, NaN for a single run."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) < 2:
-        return np.full(values.shape[1:], np.nan)
-    return values.std(0, ddof=1)
 
 
 def _roc_and_det(
@@ -252,7 +244,7 @@ def plot_measure_by_parameter(
             ]
         where = f"{task} on {dataset}" if dataset else task
         ax.set(xlabel=parameter.replace("_", " "), ylabel=measure)
-        ax.set_title(f"{measure} against {parameter}: {where} ({OVER_SEEDS})", fontsize=8)
+        ax.set_title(f"{measure} against {parameter}: {where} ({SPREAD})", fontsize=8)
         place_legend(fig, ax, len(points))
         stem = f"{measure}-by-{parameter}-{task}" + (f"-{dataset}" if dataset else "")
         return save_figure(fig, out_dir, stem, ["system", parameter, f"{measure}_mean", "std", "runs"], rows)

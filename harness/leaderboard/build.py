@@ -22,7 +22,7 @@ from harness.leaderboard.collect import Run, listed, refuse_two_versions, test_d
 from harness.leaderboard.labels import SystemLabels, row_labels, system_key
 from harness.leaderboard.published import published_rows
 from harness.leaderboard.statistics import add_intervals, add_significance
-from harness.leaderboard.table import Row, Table
+from harness.leaderboard.table import Row, Table, sample_sd
 from harness.leaderboard.type_pairs import add_type_pairs
 from harness.metrics.table import higher_is_better, is_known
 from harness.run_result import RunResult
@@ -135,7 +135,7 @@ def _table(task_name: str, runs: Sequence[Run], systems: SystemLabels) -> Table:
                 values = [run.result.score(measure) for run in system_runs if measure in run.result.scores]
             if values:
                 row.mean[measure] = float(np.mean(values))
-                row.std[measure] = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan  # no sd of one
+                row.std[measure] = float(sample_sd(values))
         rows.append(row)
         for run in row.runs:
             if run.copies:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from harness.leaderboard.collect import Run
+
+
+def sample_sd(values: object) -> np.ndarray:
+    """The sd a table gives over seeds (the first axis): the sample sd (n - 1), NaN for a single run."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) < 2:
+        return np.full(values.shape[1:], np.nan)
+    return values.std(0, ddof=1)
 
 
 @dataclass

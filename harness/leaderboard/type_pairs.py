@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.leaderboard.collect import Run
-from harness.leaderboard.table import Table
+from harness.leaderboard.table import Table, sample_sd
 from harness.run_result import RunResult
 
 PAIR_COUNT = "problems"  # `<pair>/problems`: how many test problems a discourse-type pair holds
@@ -56,7 +56,7 @@ def add_type_pairs(table: Table, runs: Sequence[Run]) -> None:
             # a run without the pair's score (another harness version) makes the mean NaN, as a missing main score
             values = [run.result.score(f"{pair}/{table.main}") for run in row.runs]
             row.pair_mean[pair] = float(np.mean(values))
-            row.pair_std[pair] = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
+            row.pair_std[pair] = float(sample_sd(values))
     table.pair_notes.append(
         f"{table.main} on the test problems of each discourse-type pair (n: problems); mean and sample sd over seeds."
     )

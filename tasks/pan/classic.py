@@ -30,7 +30,7 @@ class PanClassicTask(PanVerificationTask):
 
     Ranked by AUC x c@1 as PAN 2014 and 2015 did; the PAN 2023 measures are reported as well.
     Each problem's discourse types are its corpus genre, once per text (see `classic_genre`).
-    Truth has `authors=None` because the corpora do not name authors; `placeholder_authors`
+    Truth has `authors=None` because the corpora do not name authors; `core.records.placeholder_authors`
     gives consistent problem-local labels where training code needs them.
     """
 

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from core.errors import HarnessError
 from core.files import ATOMIC_WRITE_SUFFIX, atomic_writes, remove_temporaries
-from core.records import VerificationProblem
+from core.records import VerificationProblem, placeholder_authors
 from tasks.pan.common import check_truth_ids
-from tasks.pan.folders import placeholder_authors, read_classic_corpus, read_classic_truth, warn_of_unknown_genre
+from tasks.pan.folders import read_classic_corpus, read_classic_truth, warn_of_unknown_genre
 
 logger = logging.getLogger("harness")
 

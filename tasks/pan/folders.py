@@ -90,21 +90,6 @@ def decode_utf8(raw: bytes, path: Path) -> str:
         raise DataError(f"not valid UTF-8 (byte 0x{bad} at offset {offset})", path=path, line=line) from None
 
 
-def placeholder_authors(problem_id: str, same: bool) -> tuple[str, str]:
-    """Problem-local author labels for a PAN 2013-2015 problem, whose corpus does not name authors.
-
-    The known texts get `"<id>-known"`; the unknown text gets the same label when `same`, else
-    `"<id>-unknown"`, so `authors[0] == authors[1]` exactly when the truth says Y. `PanClassicTask`
-    itself reports `authors=None`; training code that needs author labels (pair mining, contrastive
-    losses) can call this, and `harness convert` writes these labels into truth.jsonl.
-
-    Caveat: the labels are local to one problem. PAN 2014 corpora reuse texts and authors across
-    problems (and across train and test for essays), so two different labels may be the same real
-    person: never treat labels from different problems as different authors (e.g. as negatives).
-    """
-    return f"{problem_id}-known", f"{problem_id}-known" if same else f"{problem_id}-unknown"
-
-
 def normalised_genre(name: str) -> str:
     """A genre as the corpora and users write it (`Essays`, `novels`) in the harness's name (CLASSIC_GENRES), else
     lower-cased."""
@@ -295,7 +280,7 @@ def _id_lines(path: Path, expected: str, missing: str) -> Iterator[tuple[int, st
 def read_classic_truth(path: Path) -> tuple[dict[str, VerificationTruth], dict[str, int]]:
     """Read a PAN 2013-2015 truth.txt ("ID Y|N" lines; BOM, CRLF and blank lines tolerated).
 
-    Returns truth by id (authors None: the corpora do not name them; see `placeholder_authors`)
+    Returns truth by id (authors None: the corpora do not name them; see `core.records.placeholder_authors`)
     and the line each id is on.
     """
     path = Path(path)

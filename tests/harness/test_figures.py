@@ -16,21 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke
 from helpers.cmcc import CMCC_PATTERN
 from helpers.pan_corpora import PAN14_ESSAYS as ESSAYS
 from helpers.pan_corpora import extract_corpora
 
-from harness.cli import main
-
 SYSTEMS = ("cngdist", "length_ratio")
 ABSTAINER = "cngdist-abstaining"  # cngdist's answers near their median made 0.5, recorded as a submission
-
-
-def invoke(*args: object) -> str:
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -12,19 +12,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.cli import invoke
 from helpers.paths import SAMPLE
 
-from harness.cli import main
 from harness.leaderboard.cells import pair_row_cells, row_cells
 from harness.leaderboard.formats import render
 from harness.leaderboard.table import Row, Table
-
-
-def invoke(*args: object) -> str:
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 @pytest.fixture(scope="module")

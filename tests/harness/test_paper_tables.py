@@ -14,17 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers.cli import invoke
 from helpers.pan_corpora import PAN14_ESSAYS as ESSAYS
 from helpers.pan_corpora import PAN14_NOVELS as NOVELS
 from helpers.pan_corpora import extract_corpora
 
 from harness.cli import main
-
-
-def invoke(*args: object) -> str:
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 @pytest.fixture(scope="module")

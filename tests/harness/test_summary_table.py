@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.cli import invoke
 from helpers.pan_corpora import PAN14_ESSAYS as ESSAYS
 from helpers.pan_corpora import PAN14_NOVELS as NOVELS
 from helpers.pan_corpora import extract_corpora
@@ -26,12 +27,6 @@ from harness.cli import main
 
 RUNS_ON = {"cngdist": ("pan14-english-essays",), "tfidf": ("pan14-english-essays", "pan14-english-novels")}
 SOURCE = "Stamatatos et al., Overview of the Author Identification Task at PAN 2014"
-
-
-def invoke(*args: object) -> str:
-    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def refused(*args: object) -> str:

@@ -14,11 +14,11 @@ import pytest
 from helpers.paths import REPO
 
 from core.errors import DataError, HarnessError
-from core.records import Answer
+from core.records import Answer, placeholder_authors
 from tasks.pan import classic as classic_module
 from tasks.pan import jsonl as jsonl_module
 from tasks.pan.classic import PanClassicTask
-from tasks.pan.folders import classic_genre, placeholder_authors
+from tasks.pan.folders import classic_genre
 from tasks.pan.pan23 import PAN23_DISCOURSE_TYPES, Pan23Task
 
 SHARED = Path(os.environ.get("HARNESS_SHARED_DATA", REPO.parent / "shared" / "data"))
