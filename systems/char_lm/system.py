@@ -21,7 +21,9 @@ How this system uses it (one head per distinct set of known texts, i.e. per prob
    where the reference heads are the training authors' heads that share no text with the problem
    (with `max_reference_heads`, those of a seeded sample of that many training authors) and bias(h)
    is head h's mean cross-entropy on reference texts (training unknown texts that share no text with
-   the head's problems): cross-entropies centred over texts and over heads, as Bagnall
+   the head's training problems; for the own head of a problem being answered, none of that problem's
+   texts, so that no answer depends on which other problems are answered with it): cross-entropies
+   centred over texts and over heads, as Bagnall
    normalised each head's scores over the set. Positive d: the own head predicts u better than others.
 4. calibration: d -> probability by a logistic fit, then PAN's abstain band
    (`toolkit.calibration.fit_abstain_band`), both fitted on the training problems' d; the band maximises the
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -248,7 +250,8 @@ class CharLM(CalibratedVerifier):
             self._refs, self._ref_keys = _references(train.problems, p.ref_chars, p.max_refs)
             self._heads = self._make_heads(train.problems, authors, device)
             self._heads["reference"] = _reference_sample(len(authors.texts), p.max_reference_heads, seed)
-            d = self._relative_entropies(train.problems, self._heads, device)
+            own_bias = self._heads["bias_on_refs"][self._heads["of_problem"]]
+            d = self._relative_entropies(train.problems, self._heads, own_bias, device)
         if len(np.unique(labels)) < 2:
             raise HarnessError(f"{train.source}: calibration needs both same- and different-author problems")
         self._platt = fit_logistic_map(d, labels)
@@ -294,18 +297,11 @@ class CharLM(CalibratedVerifier):
             if ref_states
             else np.zeros((len(weights), 0))
         )
-        usable = np.array(
-            [[key not in excluded for key in self._ref_keys] for excluded in authors.excluded], dtype=bool
-        )
-        usable = usable.reshape(len(weights), len(self._ref_keys))
-        grand = float(ref_ce.mean()) if ref_ce.size else 0.0
-        head_bias = np.array(
-            [float(ref_ce[h, usable[h]].mean()) if usable[h].any() else grand for h in range(len(weights))]
-        )
         return {
             "weights": weights,
             "biases": biases,
-            "bias_on_refs": head_bias,
+            "ref_ce": ref_ce,
+            "bias_on_refs": self._bias_on_refs(ref_ce, range(len(weights)), authors.excluded),
             "excluded": authors.excluded,
             "of_problem": authors.of_problem,
             "init_weight": init_weight,
@@ -326,10 +322,21 @@ class CharLM(CalibratedVerifier):
             mixed_precision=self.mixed_precision,
         )
 
+    def _bias_on_refs(self, ref_ce: np.ndarray, heads: Iterable[int], excluded: Iterable[set[str]]) -> np.ndarray:
+        """Each head's mean cross-entropy on the reference texts whose keys it is not given in `excluded`
+        (heads and excluded sets paired in order); the mean over every reference where none is left."""
+        grand = float(ref_ce.mean()) if ref_ce.size else 0.0
+        biases = []
+        for head, keys in zip(heads, excluded, strict=True):
+            usable = np.array([key not in keys for key in self._ref_keys], dtype=bool)
+            biases.append(float(ref_ce[head, usable].mean()) if usable.any() else grand)
+        return np.array(biases, dtype=np.float64)
+
     def _relative_entropies(
-        self, problems: Sequence[VerificationProblem], own: dict[str, Any], device: str
+        self, problems: Sequence[VerificationProblem], own: dict[str, Any], own_bias: np.ndarray, device: str
     ) -> np.ndarray:
-        """d of each problem (module docstring, step 3): own heads `own`, reference heads the training ones."""
+        """d of each problem (module docstring, step 3): own heads `own`, each problem's own head's bias
+        `own_bias`, reference heads the training ones."""
         from systems.char_lm.model import cross_entropies
 
         assert self._heads is not None
@@ -348,7 +355,7 @@ class CharLM(CalibratedVerifier):
                 cross_entropies(
                     s, t, own["weights"][head : head + 1], own["biases"][head : head + 1], group=1, device=device
                 )[0]
-                - own["bias_on_refs"][head]
+                - own_bias[i]
             )
             allowed = reference[[not (keys & ref["excluded"][h]) for h in reference]]
             if not len(allowed):
@@ -377,7 +384,11 @@ class CharLM(CalibratedVerifier):
             torch.manual_seed(self._seed or 0)
             authors = _authors(problems, self.preset.max_text_chars)
             own = self._make_heads(problems, authors, device)
-            return self._relative_entropies(problems, own, device)
+            # a test problem's own head is judged on the references other than its own texts, not other than
+            # the texts of every test problem sharing its known set: no answer may depend on the other problems
+            own_texts = [{text_key(text) for text in problem.texts} for problem in problems]
+            own_bias = self._bias_on_refs(own["ref_ce"], own["of_problem"], own_texts)
+            return self._relative_entropies(problems, own, own_bias, device)
 
     # ------------------------------------------------------------------ checkpoints
 

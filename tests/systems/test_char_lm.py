@@ -143,6 +143,22 @@ def test_beats_chance_on_held_out_real_problems(
     assert auc(truth, answers) > 0.75
 
 
+def test_an_answer_does_not_depend_on_the_other_problems_answered_with_it(
+    fitted: object, pan15: tuple[VerificationData, VerificationData]
+) -> None:
+    """Audit 16, F4: a second problem with the same known texts, whose unknown text is one of the training
+    unknowns the heads are centred on, must not move the first problem's answer (it did: its own head's bias
+    left that reference out for both problems)."""
+    from toolkit.splits import text_key
+
+    problem = pan15[1].problems[0]
+    reference = next(p.texts[-1] for p in pan15[0].problems if text_key(p.texts[-1]) in fitted._ref_keys)
+    twin = VerificationProblem("twin", (*problem.texts[:-1], reference), None)
+    alone = fitted.raw_scores([problem])
+    together = fitted.raw_scores([problem, twin])
+    np.testing.assert_allclose(together[0], alone[0], rtol=0, atol=1e-6)
+
+
 def test_checkpoint_reload_gives_the_same_answers(
     fitted: object, pan15: tuple[VerificationData, VerificationData], tmp_path: Path
 ) -> None:
