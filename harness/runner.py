@@ -41,6 +41,7 @@ from core.files import (
     write_jsonl,
 )
 from core.progress import duration
+from core.records import VerificationData
 from harness import registry
 from harness.data_location import DataLocation
 from harness.params import build
@@ -232,6 +233,8 @@ def _load_data(task: Any, data: DataLocation, timings: dict[str, float]) -> tupl
     with duration("load", timings):
         train = data.load(task, "train")
         test = data.load(task, "test")
+    if isinstance(train, VerificationData):
+        train = train.in_id_order()  # the same problems in another line order fit the same system
     if data.format_sample:
         logger.warning("%s is a format sample the project wrote, not real data: its scores mean nothing", data.label)
     check = getattr(task, "check_splits", None)  # harness.task.SplitCheck: what cannot be scored, refused now
