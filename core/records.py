@@ -102,7 +102,7 @@ class VerificationData(NamedTuple):
 
     def in_id_order(self) -> VerificationData:
         """The split with its problems in id order. A system fits the set of training problems, not the order of
-        their lines: in file order, the cross-fitting folds, the SVD bases and the training batches followed it
+        their lines: in file order, the cross-fitting folds and some models (wccn's SVD basis) followed it
         (audits 16 and 17: PAN14 essays' training lines shuffled moved wccn's raw scores by up to 0.08)."""
         return self._replace(problems=tuple(sorted(self.problems, key=lambda problem: problem.id)))
 
