@@ -385,7 +385,7 @@ class StackedEnsemble(CalibratedVerifier):
         if self._stepped_aside:
             assert lone is not None
             logger.info(
-                "%s: no ensemble beats %s out of fold (%s %.3f against %.3f): %s answers alone",
+                "%s: no ensemble beats %s out of fold (%s: %.3f alone, %.3f the ensemble): %s answers alone",
                 self.name, self.members[lone], band_measure["objective"], lone_main[lone], ensemble_main,
                 self.members[lone],
             )  # fmt: skip

@@ -322,7 +322,7 @@ def test_stacked_steps_aside_for_a_member_no_ensemble_beats(
     system = StackedEnsemble(members=("recorder", "truth"), folds=4, objective="auc_x_c_at_1")
     with caplog.at_level("INFO", logger="harness"):
         system.fit(data, seed=0)
-    assert "no ensemble beats truth out of fold (auc_x_c_at_1 1.000 against" in caplog.text
+    assert "no ensemble beats truth out of fold (auc_x_c_at_1: 1.000 alone, " in caplog.text
     assert system.info is not None and system.info["stepped_aside_to"] == "truth"
     assert system.info["chosen"] == ["truth"]
     oof = system.info["out_of_fold_main"]
