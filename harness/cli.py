@@ -132,6 +132,19 @@ def _check_output_folder(
         raise HarnessError(f"{option} {folder} cannot be made: {existing} is not writable")
 
 
+def _refuse_output_in_data(folder: Path, option: str, data_folders: Iterable[Path]) -> None:
+    """An output folder that is or lies in a folder data is read from is refused: what is written there is read
+    back as data by the next command (audit 20, F4: a run folder inside a PAN 2013-2015 corpus made every later
+    command on it fail with "problem folder without unknown.txt"), as `convert` and `pairs` refuse it."""
+    resolved = Path(folder).resolve()
+    for data_folder in data_folders:
+        if resolved == data_folder or data_folder in resolved.parents:
+            raise HarnessError(
+                f"{option} {folder} is or lies in {data_folder}, which data is read from: what is written there "
+                "would be read back as data; name a folder outside it"
+            )
+
+
 def _check_output_file(path: Path, option: str, runs: Iterable[Path] = ()) -> None:
     """A file the command will write (made with its folders if missing): not a folder, in a folder it can write,
     outside every run's folder (and outside `runs`)."""
@@ -317,6 +330,9 @@ def run_cmd(
     params = {name: _typed_params("system", name, registry.system_class(name), pairs) for name in systems}
     _check_output_folder(out_dir, "--out")
     for task_name in tasks:
+        split_folders = registry.entry(registry.TASKS, "task", task_name).split_folders
+        _refuse_output_in_data(out_dir, "--out", data.folders_read(split_folders=split_folders))
+    for task_name in tasks:
         for system_name in systems:
             for seed in seeds:
                 outcome = run(
@@ -488,6 +504,8 @@ def score_cmd(
         _check_output_folder(output_dir, "--output")
     if record_dir is not None:
         _check_output_folder(record_dir, "--record", record_folder_ok=True)
+        truth_folder = truth_path if truth_path.is_dir() else truth_path.parent if task.problem_folders else None
+        _refuse_output_in_data(record_dir, "--record", [truth_folder.resolve()] if truth_folder else [])
     # what each option writes is checked before anything is written, and the record (which checks its
     # details.jsonl again under its lock) goes before --output's files: no refusal leaves half the output
     if output_dir is not None:
@@ -495,6 +513,7 @@ def score_cmd(
     if record_dir is not None:
         _refuse_existing([record_dir / RESULT_NAME], overwrite)
         _refuse_non_files([record_dir / DETAILS_NAME])
+        _refuse_other_than_a_record(record_dir / RESULT_NAME)
     truth = task.read_truth(truth_path)
     if answers_path.is_dir():
         answers_path = task.answers_file(answers_path)
@@ -518,6 +537,23 @@ def score_cmd(
     click.echo(score_table(scores, tuple(scores), main_score))
     if output_dir is not None:
         click.echo(f"wrote {output_dir / 'out.json'} and {output_dir / 'evaluation.prototext'}")
+
+
+def _refuse_other_than_a_record(path: Path) -> None:
+    """--overwrite replaces a record `score --record` wrote, not another tool's result.json (audit 20, F3)."""
+    from harness.run_result import read_run_result
+
+    if not path.is_file():
+        return
+    try:
+        recorded = read_run_result(path).test_truth_only
+    except HarnessError:
+        recorded = False
+    if not recorded:
+        raise HarnessError(
+            f"{path} is not a record `harness score --record` wrote, and --overwrite replaces only those; "
+            "name another folder, or move the file away"
+        )
 
 
 def record_name(answers_path: Path) -> str:

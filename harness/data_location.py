@@ -70,6 +70,18 @@ class DataLocation:
             )
         return task.load_split(Path(self.train_dir if split == "train" else self.test_dir), split)
 
+    def folders_read(self, *, split_folders: bool) -> list[Path]:
+        """The folders a run reads its data from, resolved: the split folders (`split_folders`: the task reads
+        `train/` and `test/`), or the corpus folder of a task that cuts one corpus itself. What is written inside
+        one is read back as data (a PAN 2013-2015 corpus takes a run folder for a problem without unknown.txt)."""
+        if self.split_folders:
+            folders = [Path(self.train_dir), Path(self.test_dir)]
+        elif split_folders:
+            folders = [Path(self.data_dir) / "train", Path(self.data_dir) / "test"]
+        else:
+            folders = [Path(self.data_dir)]
+        return [folder.resolve() for folder in folders if folder.is_dir()]
+
     @property
     def display_name(self) -> str:
         """The dataset's name in tables and figures: `name`, the `--data` folder's name, or a short one from the

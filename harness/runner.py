@@ -149,6 +149,9 @@ def run(
     timings: dict[str, float] = {}
     setup = _resolve(system_name, task_name, data, seed, out_dir, dict(params or {}), dict(task_params or {}))
     _refuse_a_file_on_the_way(setup.run_dir)
+    run_dir = setup.run_dir
+    if run_dir.is_symlink():  # a linked run folder is replaced where it lies: a rename cannot go through the link
+        run_dir = run_dir.resolve()  # (audit 20, F2: --overwrite had removed the result, then failed on the rename)
     train, test, overlap = _load_data(setup.task, data, timings)
     meta = setup.task.metadata
     inputs = input_checksums(setup.system)
@@ -162,7 +165,6 @@ def run(
     }
     fit_fingerprint = "sha256:" + _digest(fit_key)
     fingerprint = "sha256:" + _digest({**fit_key, "test": test.checksum})
-    run_dir = setup.run_dir
 
     main_process = is_main_process()  # under torchrun only the main process writes, so only it locks
     with holding(run_dir, lock_timeout) if main_process else contextlib.nullcontext():
@@ -258,7 +260,10 @@ def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool, inputs: dict[
     result_path = run_dir / RESULT_NAME
     if not result_path.exists() or overwrite:
         return None
-    earlier = read_result(result_path)
+    try:
+        earlier = read_result(result_path)
+    except HarnessError as error:  # a damaged result: say how to recompute it (audit 20, F8)
+        raise HarnessError(f"{error}; --overwrite recomputes the run") from None
     if earlier.get("fingerprint") != fingerprint:
         system = earlier.get("system")
         theirs = system.get("inputs", {}) if isinstance(system, dict) else {}
@@ -381,7 +386,11 @@ def enclosing_run_folder(path: Path, runs: Iterable[Path] = (), *, records: bool
     """
     path = Path(path).absolute()
     known = {Path(folder).resolve() for folder in runs}  # resolved: a run read through a link is the same run
-    for folder in (path, *path.parents):
+    # the folders on the way as written and, where a link leads elsewhere, as they are on disk: an output written
+    # through a link into a run's checkpoint/ would go with the next --overwrite of that run (audit 20, F1)
+    resolved = path.resolve()
+    ways = (path, *path.parents) + ((resolved, *resolved.parents) if resolved != path else ())
+    for folder in ways:
         finished = (folder / RESULT_NAME).is_file() and (folder / DETAILS_NAME).is_file()
         if finished and not records:
             finished = not _is_record(folder / RESULT_NAME)

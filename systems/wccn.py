@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.errors import DataError, HarnessError
-from core.files import read_jsonl
+from core.files import paths_under, read_jsonl
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from toolkit.calibration import fit_then_score
 from toolkit.style_space import (
@@ -54,7 +54,7 @@ def background_documents(path: Path, *, count: int, length: int, seed: int) -> l
     """`count` documents of at least `length` characters from a posts file (.jsonl or .jsonl.gz, a "text" per line,
     optionally an "author") or a folder of .txt files (one document each, however long), drawn with `seed`."""
     if path.is_dir():
-        files = sorted(path.rglob("*.txt"))
+        files = paths_under(path, "*.txt")
         if not files:
             raise HarnessError(f"{path}: the background folder holds no .txt file")
         documents = [file.read_text(encoding="utf-8", errors="replace") for file in files]

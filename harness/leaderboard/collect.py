@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError
+from core.files import paths_under
 from harness.results import RESULT_NAME
 from harness.run_result import RunResult, read_run_result
 
@@ -75,7 +76,7 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
         if path.is_file():
             files = [path]
         elif path.is_dir():
-            files = sorted(path.rglob(RESULT_NAME))
+            files = paths_under(path, RESULT_NAME)  # runs behind a linked folder too
         else:
             raise HarnessError(f"{path}: no such file or folder")
         for file in files:

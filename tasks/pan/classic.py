@@ -61,6 +61,7 @@ class PanClassicTask(PanVerificationTask):
     )
 
     _EXPECTED = "a PAN 2013-2015 corpus folder: <ID>/known01.txt ... <ID>/unknown.txt and truth.txt"
+    problem_folders = True
 
     def load_split(self, folder: Path, split: str) -> VerificationData:
         """Read a corpus folder (the `split` split) with its truth.txt."""

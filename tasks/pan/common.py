@@ -156,6 +156,9 @@ class PanVerificationTask:
 
     metadata: ClassVar[TaskMetadata]
     _EXPECTED: ClassVar[str]
+    # whether a split is a folder of problem folders, beside its truth file: a folder written there is read back
+    # as a problem (so `score --record` stays out of a truth file's folder too)
+    problem_folders: ClassVar[bool] = False
 
     @property
     def ranked_by(self) -> RankingMeasure:

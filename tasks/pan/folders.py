@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DataError, HarnessError
-from core.files import file_problem, parse_json
+from core.files import file_problem, kind_of, parse_json
 from core.records import VerificationProblem, VerificationTruth
 
 logger = logging.getLogger("harness")
@@ -135,6 +135,10 @@ def _read_contents(corpus_dir: Path) -> tuple[dict[str, Any] | None, Path | None
     obj = parse_json(decode_utf8(path.read_bytes(), path), path)
     if not isinstance(obj, dict):
         raise DataError("expected a JSON object", path=path)
+    # a field of another type was passed over as absent: a listed genre became "unknown" (audit 20, F6)
+    for field, kind in (("language", str), ("genre", str), ("problems", list)):
+        if field in obj and not isinstance(obj[field], kind):
+            raise DataError(f"expected {kind.__name__}, got {kind_of(obj[field])}", path=path, field=field)
     return obj, path
 
 

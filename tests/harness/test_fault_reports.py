@@ -144,6 +144,19 @@ def test_a_result_file_not_in_utf8_is_named_as_such_not_as_a_long_number(tmp_pat
         read_result(path)
 
 
+def test_a_rerun_onto_a_damaged_result_says_that_overwrite_recomputes_it(tmp_path: Path) -> None:
+    """Audit 20: the error named the damage, not the way out (`--overwrite`, which recomputes the run)."""
+    out = tmp_path / "runs"
+    args = ("run", "--system", "cngdist", "--task", "pan23", "--data", SAMPLE, "--out", out)
+    assert harness(*args).returncode == 0
+    (result,) = out.rglob("result.json")
+    result.write_text(result.read_text(encoding="utf-8")[:200], encoding="utf-8")
+    line = error_line(harness(*args))
+    assert line.startswith(f"error: {result}: cannot read this result file (malformed JSON")
+    assert line.endswith("; --overwrite recomputes the run")
+    assert harness(*args, "--overwrite").returncode == 0
+
+
 # -- item 6: every seed the command line accepts works --------------------------------------------------------------
 
 

@@ -442,6 +442,17 @@ def test_bad_truth_line(tmp_path: Path, case: str) -> None:
     assert_data_error(exc, "truth.jsonl", 2, field)
 
 
+def test_a_key_given_twice_in_one_line_is_refused(tmp_path: Path) -> None:
+    """json keeps a repeated key's last value: a truth line that says "same" twice was read as its last (audit 20)."""
+    make_pan23(tmp_path, truth=GOOD_TRUTH)
+    truth = tmp_path / "train" / "truth.jsonl"
+    lines = truth.read_text(encoding="utf-8").splitlines()
+    truth.write_text(lines[0] + "\n" + lines[1].replace('"same": false', '"same": true, "same": false') + "\n")
+    with pytest.raises(DataError, match="the key is given twice in one object") as exc:
+        Pan23Task().load(tmp_path, "train")
+    assert_data_error(exc, "truth.jsonl", 2, "same")
+
+
 def test_truth_without_a_problem(tmp_path: Path) -> None:
     make_pan23(tmp_path, truth=[GOOD_TRUTH[0]])
     with pytest.raises(DataError, match="no truth for problem 'p2'") as exc:
@@ -690,6 +701,24 @@ def test_classic_contents_json_must_match_folders(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="malformed JSON") as exc:
         PanClassicTask().load(tmp_path / "data", "train")
     assert_data_error(exc, "contents.json", 1, None)
+
+
+@pytest.mark.parametrize(
+    ("contents", "field", "kind"),
+    [
+        ({"genre": ["essays"]}, "genre", "list"),
+        ({"problems": 2}, "problems", "int"),
+        ({"language": None}, "language", "null"),
+    ],
+)
+def test_classic_contents_json_fields_of_another_type_are_refused(
+    tmp_path: Path, contents: dict, field: str, kind: str
+) -> None:
+    """They were passed over as absent: a listed genre read as "unknown", with a warning that there was none."""
+    make_classic(tmp_path / "data" / "train", SMALL_CLASSIC, SMALL_TRUTH, contents=json.dumps(contents))
+    with pytest.raises(DataError, match=f"expected (str|list), got {kind}") as exc:
+        PanClassicTask().load(tmp_path / "data", "train")
+    assert_data_error(exc, "contents.json", None, field)
 
 
 def test_classic_read_truth_and_score(tmp_path: Path) -> None:
