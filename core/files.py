@@ -634,6 +634,7 @@ def paths_under(folder: Path, pattern: str = "*") -> list[Path]:
             folders[:] = []
             continue
         walked.add(real)
+        folders.sort()  # walked in name order: of two links to one folder, the first by name names what is in it
         found += [Path(root) / name for name in (*folders, *names) if fnmatch.fnmatchcase(name, pattern)]
     return sorted(found)
 
