@@ -119,7 +119,9 @@ def parse_json(text: str, path: Path, *, line: int | None = None) -> Any:
     except _KeyTwice as twice:
         raise DataError("the key is given twice in one object", path=path, line=line, field=twice.key) from None
     except json.JSONDecodeError as exc:
-        raise DataError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno if line is None else line) from None
+        # json's message names the place apart ("Invalid control character at"): give the column (audit 21, F4)
+        what = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else exc.msg
+        raise DataError(f"malformed JSON ({what})", path=path, line=exc.lineno if line is None else line) from None
     except ValueError:
         raise DataError(LONG_NUMBER_JSON, path=path, line=line) from None
     except RecursionError:
@@ -160,6 +162,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DataError(problem, path=path)
     opener = gzip.open if path.suffix == ".gz" else open
     seen_any = False
+    line_no = 0
     try:
         with opener(path, "rb") as handle:
             for line_no, raw in enumerate(handle, start=1):
@@ -179,7 +182,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except (OSError, EOFError, zlib.error) as exc:  # gzip's errors: truncated, damaged, not gzip, junk after it
         if isinstance(exc, OSError) and exc.errno is not None and (problem := file_problem(path)) is not None:
             raise DataError(problem, path=path) from None  # not found, a folder, a symlink loop
-        raise DataError(f"cannot read ({_gzip_fault(exc, seen_any)})", path=path) from None
+        after = f", after line {line_no}" if line_no else ""
+        raise DataError(f"cannot read ({_gzip_fault(exc, seen_any)}){after}", path=path) from None
     if not seen_any:
         problem = file_problem(path)  # /dev/null reads as empty
         raise DataError("file is empty" if problem is None else f"{problem}, and gave no lines", path=path)
@@ -191,6 +195,8 @@ def _gzip_fault(exc: BaseException, read_some: bool) -> str:
         return f"damaged compressed data: {exc}"
     if isinstance(exc, gzip.BadGzipFile) and read_some:  # the first stream read whole; then bytes that are not gzip
         return f"bytes after the end of the gzip stream that are not gzip ({exc})"
+    if isinstance(exc, EOFError):  # the stream stops before its end: a copy or download cut short (audit 21, F4)
+        return f"the compressed file is cut short ({exc})"
     return str(exc)
 
 

@@ -173,6 +173,7 @@ def run(
         earlier = _kept_result(run_dir, fingerprint, overwrite, inputs)
         if earlier is not None:
             return RunOutcome(run_dir, earlier, reused=True)
+        _refuse_a_folder_no_run_made(run_dir)
         seed_everything(seed)
         system, resumed = _load_or_fit(setup.system, train, run_dir, fit_fingerprint, seed, overwrite, timings)
         if not resumed and not main_process:
@@ -281,6 +282,33 @@ def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool, inputs: dict[
         )
     logger.info("kept the existing result %s (pass --overwrite to recompute)", result_path)
     return earlier
+
+
+def _refuse_a_folder_no_run_made(run_dir: Path) -> None:
+    """A `checkpoint/` at the run path that no run wrote (no fit fingerprint or result beside it, no config.json of
+    the harness's in it) is someone's own folder: a fit replaces checkpoint/ whole, so it would go unasked,
+    --overwrite too (audit 21, F1: a user's checkpoint/ was removed and answers.jsonl replaced). answers.jsonl and
+    details.jsonl alone are not taken for a user's: a run stopped between the two renames of its checkpoint's swap
+    leaves them with no other sign of the run, and the rerun must go on."""
+    checkpoint = run_dir / CHECKPOINT_NAME
+    if not os.path.lexists(checkpoint) or (run_dir / FIT_FINGERPRINT_NAME).exists() or (run_dir / RESULT_NAME).exists():
+        return
+    if _written_by_the_harness(checkpoint):  # a run stopped between its checkpoint and its fingerprint
+        return
+    raise HarnessError(
+        f"{checkpoint} was not written by a harness run (no fit fingerprint or result beside it, no checkpoint "
+        "config.json in it), and a run would replace it; move it away, or choose another --out"
+    )
+
+
+def _written_by_the_harness(checkpoint: Path) -> bool:
+    """Whether `checkpoint` holds a config.json with the keys `toolkit.checkpoint.save_checkpoint` writes (read
+    here without it: the harness layer does not import the toolkit)."""
+    try:
+        config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and {"format", "system", "checksums"} <= config.keys()
 
 
 def _load_or_fit(

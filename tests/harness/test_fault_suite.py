@@ -382,7 +382,7 @@ def _(w: World, t: Path) -> Refusal:
     packed = gzip.compress(plain.read_bytes())
     plain.unlink()
     (data / "test" / "truth.jsonl.gz").write_bytes(packed[: len(packed) // 2])
-    return Refusal(run_args(data, t / "out"), [data / "test" / "truth.jsonl.gz"])
+    return Refusal(run_args(data, t / "out"), [data / "test" / "truth.jsonl.gz", "the compressed file is cut short"])
 
 
 @refusal("run:truth-gz-damaged")

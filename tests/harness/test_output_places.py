@@ -142,3 +142,31 @@ def test_overwrite_replaces_a_record_but_not_another_tools_result_file(tmp_path:
     assert theirs.read_text(encoding="utf-8") == '{"my": "other tool"}\n'
     harness(*score, tmp_path / "ours")
     harness(*score, tmp_path / "ours")  # its own record, replaced
+
+
+def test_a_folder_at_the_run_path_that_no_run_made_is_not_written_into(tmp_path: Path) -> None:
+    """Audit 21, F1: a plain run removed a user's checkpoint/ (and replaced answers.jsonl) where no run had been."""
+    for mine in (tmp_path / "runs" / RUN, tmp_path / "mine"):
+        (mine / "checkpoint").mkdir(parents=True)
+        (mine / "checkpoint" / "weights.bin").write_text("mine\n", encoding="utf-8")
+        (mine / "answers.jsonl").write_text("my answers\n", encoding="utf-8")
+    (tmp_path / "linked" / RUN).parent.mkdir(parents=True)
+    (tmp_path / "linked" / RUN).symlink_to(tmp_path / "mine")
+    for out, folder in ((tmp_path / "runs", tmp_path / "runs" / RUN), (tmp_path / "linked", tmp_path / "mine")):
+        for more in ((), ("--overwrite",)):
+            line = refused("run", "--system", "length_ratio", "--task", "pan23", "--data", SAMPLE, "--out", out, *more)
+            assert line == (
+                f"error: {folder / 'checkpoint'} was not written by a harness run (no fit fingerprint or result "
+                "beside it, no checkpoint config.json in it), and a run would replace it; move it away, or choose "
+                "another --out"
+            )
+        assert (folder / "checkpoint" / "weights.bin").read_text(encoding="utf-8") == "mine\n"
+        assert (folder / "answers.jsonl").read_text(encoding="utf-8") == "my answers\n"
+
+
+def test_a_run_stopped_before_its_fingerprint_is_run_again(tmp_path: Path) -> None:
+    """Its checkpoint is the harness's (a stop between the checkpoint's rename and the fingerprint's write)."""
+    length_ratio_run(tmp_path / "runs")
+    for name in ("result.json", "checkpoint.fingerprint"):
+        (tmp_path / "runs" / RUN / name).unlink()
+    assert "done: pan23 length_ratio seed=0" in length_ratio_run(tmp_path / "runs")

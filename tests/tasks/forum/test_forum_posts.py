@@ -76,6 +76,10 @@ def test_duplicate_ids_and_malformed_lines(tmp_path: Path):
     with pytest.raises(DataError, match="malformed JSON") as info:
         read_forum_posts(write(tmp_path / "bad.jsonl", [GOOD, "{not json"]))
     assert info.value.line == 2
+    # json names where a control character stands apart from its message ("... at"): the column is given (audit 21)
+    with pytest.raises(DataError, match=r"malformed JSON \(Invalid control character at column 16\)$") as info:
+        read_forum_posts(write(tmp_path / "tab.jsonl", [GOOD, '{"post_id": "t1\tb"}']))
+    assert info.value.line == 2
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(DataError, match="expected posts.jsonl or posts.jsonl.gz") as info:
