@@ -405,7 +405,8 @@ def _summary(counts: dict[str, Any]) -> str:
     ]
     by_subreddit = counts.get("linking_by_subreddit")
     if by_subreddit:
-        parts.append("EER averaged over " + ", ".join(by_subreddit["averaged"]))
+        averaged = by_subreddit["averaged"]  # none where every subreddit is left out (an error follows: audit 21)
+        parts.append("EER averaged over " + (", ".join(averaged) if averaged else "no subreddit"))
         if by_subreddit["left_out"]:
             parts.append("left out: " + "; ".join(f"{k} ({v})" for k, v in by_subreddit["left_out"].items()))
     return ", ".join(parts)

@@ -274,3 +274,18 @@ def test_real_posts_split_counts(forum_posts_file: Path):
     old = legacy.load(forum_posts_file, "test")
     assert old.counts["ranking"]["authors"] == 465
     assert (old.counts["linking"]["queries"], old.counts["linking"]["target_accounts"]) == (147, 526)
+
+
+def test_the_summary_line_says_when_no_subreddit_is_averaged() -> None:
+    """Audit 21: "EER averaged over , left out: ..." where every subreddit was under the minimum."""
+    from tasks.reddit.task import _summary
+
+    counts = {
+        "ranking": {"authors": 3},
+        "linking": {"queries": 4, "target_accounts": 5},
+        "linking_by_subreddit": {"averaged": [], "left_out": {"College": "2 queries, under 10"}},
+    }
+    assert _summary(counts) == (
+        "3 ranking authors, linking 4 queries x 5 target accounts, EER averaged over no subreddit, "
+        "left out: College (2 queries, under 10)"
+    )
