@@ -541,15 +541,9 @@ def score_cmd(
 
 def _refuse_other_than_a_record(path: Path) -> None:
     """--overwrite replaces a record `score --record` wrote, not another tool's result.json (audit 20, F3)."""
-    from harness.run_result import read_run_result
+    from harness.runner import holds_a_record
 
-    if not path.is_file():
-        return
-    try:
-        recorded = read_run_result(path).test_truth_only
-    except HarnessError:
-        recorded = False
-    if not recorded:
+    if path.is_file() and not holds_a_record(path):
         raise HarnessError(
             f"{path} is not a record `harness score --record` wrote, and --overwrite replaces only those; "
             "name another folder, or move the file away"

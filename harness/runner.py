@@ -421,13 +421,13 @@ def enclosing_run_folder(path: Path, runs: Iterable[Path] = (), *, records: bool
     for folder in ways:
         finished = (folder / RESULT_NAME).is_file() and (folder / DETAILS_NAME).is_file()
         if finished and not records:
-            finished = not _is_record(folder / RESULT_NAME)
+            finished = not holds_a_record(folder / RESULT_NAME)
         if finished or (folder / FIT_FINGERPRINT_NAME).is_file() or (known and folder.resolve() in known):
             return folder
     return None
 
 
-def _is_record(result_path: Path) -> bool:
+def holds_a_record(result_path: Path) -> bool:
     """Whether a result.json is a record of answers made elsewhere (`RunResult.test_truth_only`, which
     `harness score --record` writes), not a run's; an unreadable one counts as a run's, to be safe."""
     try:
