@@ -218,6 +218,9 @@ class _HarnessGroup(click.Group):
         except Terminated:
             click.echo("error: stopped by SIGTERM", err=True)
             raise
+        except KeyboardInterrupt:  # click's own answer is "Aborted!" and status 1, which a script takes for a failure
+            click.echo("error: stopped by Ctrl-C", err=True)
+            ctx.exit(130)
         except click.UsageError as exc:
             command = f"harness {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "harness"
             message = " ".join(exc.format_message().split())  # click lists a choice's values one per line

@@ -49,7 +49,7 @@ def test_sigterm_raises_where_the_command_is_so_its_clean_up_runs():
 # `harness plot` whose figures stay in their staging folder until it is stopped: a plot that finished between the
 # test seeing that folder and the signal made the test flaky (returncode 0 where 143 was expected)
 _PLOT_HELD_IN_STAGING = """
-import sys, time
+import signal, sys, time
 import harness.plotting
 from harness.cli import main
 
@@ -62,12 +62,18 @@ def drawn_then_held(runs, staging):
         time.sleep(0.05)
 
 harness.plotting.plot_verification_curves = drawn_then_held
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's background job starts with Ctrl-C ignored
 main(sys.argv[1:])
 """
 
 
-def test_a_plot_stopped_by_sigterm_leaves_no_staging_folder(runs: Path, tmp_path: Path):
-    """Was: `.figures.XXXXXXXX.new` with a 0-byte PDF left in the user's --out, and kept by every later plot."""
+@pytest.mark.parametrize(
+    ("stop", "status", "said"),
+    [(signal.SIGTERM, 143, "error: stopped by SIGTERM"), (signal.SIGINT, 130, "error: stopped by Ctrl-C")],
+)
+def test_a_plot_stopped_leaves_no_staging_folder_and_says_why(runs: Path, tmp_path: Path, stop, status, said):
+    """Was: `.figures.XXXXXXXX.new` with a 0-byte PDF left in the user's --out, and kept by every later plot; and
+    Ctrl-C ended with click's "Aborted!" and status 1, a failure to a script, not 130 (audit 21, F5)."""
     out = tmp_path / "figures"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     plot = subprocess.Popen([sys.executable, "-c", _PLOT_HELD_IN_STAGING, "plot", str(runs), "--out", str(out)],
@@ -75,9 +81,9 @@ def test_a_plot_stopped_by_sigterm_leaves_no_staging_folder(runs: Path, tmp_path
     if plot.stdout.readline().strip() != "staged":
         pytest.fail(f"the plot ended before its figures were staged: {plot.communicate()}")
     assert [p.name for p in out.glob(".figures.*.new")], "no staging folder while the plot is held in it"
-    plot.send_signal(signal.SIGTERM)
+    plot.send_signal(stop)
     _, stderr = plot.communicate(timeout=60)
-    assert plot.returncode == 143 and "error: stopped by SIGTERM" in stderr, stderr
+    assert plot.returncode == status and said in stderr, stderr
     leftovers = [p.name for p in out.iterdir() if p.name.startswith(".")] if out.exists() else []
     assert leftovers == []
 
