@@ -465,7 +465,8 @@ def _refuse_non_files(paths: Sequence[Path]) -> None:
     "--output",
     "output_dir",
     type=_Path(),
-    help="Also write PAN's out.json and evaluation.prototext into this folder (nothing is written without it).",
+    help="Also write PAN's out.json and evaluation.prototext into this folder (nothing is written without it or "
+    "--record).",
 )
 @click.option(
     "--record",
@@ -522,22 +523,27 @@ def score_cmd(
         answers_path = task.answers_file(answers_path)
     answers = task.read_answers(answers_path)
     scores = task.score_truth(answers, truth, profile=evaluator, answers_path=answers_path)
+    # each discourse-type pair apart, as a run scores it, where the truth's split folder holds its problems (with
+    # the task's own evaluator: a pair's scores stand beside runs'); PAN's out.json keeps the evaluator's alone
+    problems = task.problems_beside_truth(truth_path, truth) if evaluator in (None, task.metadata.evaluator) else None
+    shown = {**scores, **task.type_pair_scores(answers, truth, problems)} if problems else scores
     if record_dir is not None:
         name = system_name or record_name(answers_path)
         task.record_answers(
             truth_path,
             truth,
             answers,
-            scores,
+            shown,
             system_name=name,
             record_dir=record_dir,
             answers_path=answers_path,
             overwrite=overwrite,
+            problems=problems,
         )
     if output_dir is not None:
         task.write_scores(scores, output_dir, overwrite=overwrite)  # checks both files before writing either
     main_score = task.metadata.main_score if task.metadata.main_score in scores else next(iter(scores))
-    click.echo(score_table(scores, tuple(scores), main_score))
+    click.echo(score_table(shown, tuple(scores), main_score))
     if output_dir is not None:
         click.echo(f"wrote {output_dir / 'out.json'} and {output_dir / 'evaluation.prototext'}")
 

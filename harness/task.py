@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
@@ -182,6 +182,16 @@ class PanAnswers(Protocol):
         """Score answers against truth; `profile` names another evaluator profile than the task's."""
         ...
 
+    def problems_beside_truth(self, truth_path: Path, truth: Mapping[str, Any]) -> Sequence[Any] | None:
+        """The problems of the split folder the truth lies in (their discourse types), or None."""
+        ...
+
+    def type_pair_scores(
+        self, answers: Mapping[str, float], truth: Mapping[str, Any], problems: Sequence[Any]
+    ) -> dict[str, float]:
+        """The task's measures on each discourse-type pair's problems apart (`<pair>/<measure>`)."""
+        ...
+
     def write_scores(self, scores: Mapping[str, float], output_dir: Path, *, overwrite: bool = False) -> list[Path]:
         """Write the evaluator's output files (refusing to replace them unless `overwrite`)."""
         ...
@@ -197,7 +207,8 @@ class PanAnswers(Protocol):
         record_dir: Path,
         answers_path: Path,
         overwrite: bool = False,
+        problems: Sequence[Any] | None = None,
     ) -> dict[str, Any]:
         """Write a result (result.json + details.jsonl) for answers made elsewhere, for the leaderboard; an existing
-        one is refused unless `overwrite`."""
+        one is refused unless `overwrite`; `problems` name each details row's discourse-type pair."""
         ...

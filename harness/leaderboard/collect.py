@@ -109,11 +109,16 @@ def unique_runs(runs: Iterable[Run]) -> list[Run]:
             logger.warning("%s was given more than once; counted once", run.path)
             continue
         differ = _score_differences(first, run)
+        if differ:  # same answers, other scores: which file is given first would choose the table's number (audit 23)
+            raise HarnessError(
+                f"{first.path} and {run.path} hold the same run (same task, data, system, params, seed and answers) "
+                f"with different scores ({differ}): one was edited, or scored by another harness version. Rescore "
+                "the answers with `harness score`, or leave one out of the folders given"
+            )
         logger.warning(
-            "%s holds the same run as %s (same task, data, system, params and seed); counted once%s",
+            "%s holds the same run as %s (same task, data, system, params and seed); counted once",
             run.path,
             first.path,
-            f", though its scores differ ({differ}): the first is used" if differ else "",
         )
         kept[identity] = replace(first, copies=(*first.copies, run.path, *run.copies))
     return list(kept.values())
@@ -196,12 +201,13 @@ def listed(paths: Sequence[Path]) -> str:
 
 
 def _score_differences(first: Run, other: Run) -> str:
-    """ "measure a vs b, ..." for the scores in which two copies of one run disagree; "" if none."""
+    """ "measure a vs b, ..." for the scores two copies of one run both hold and disagree in; "" if none. A measure
+    only one holds (added by a later harness version) is no disagreement."""
     ours, theirs = first.result.scores, other.result.scores
     differ = [
-        f"{name} {ours.get(name)!r} vs {theirs.get(name)!r}"
-        for name in sorted(set(ours) | set(theirs))
-        if not _same_number(ours.get(name), theirs.get(name))
+        f"{name} {ours[name]!r} vs {theirs[name]!r}"
+        for name in sorted(set(ours) & set(theirs))
+        if not _same_number(ours[name], theirs[name])
     ]
     return ", ".join(differ)
 

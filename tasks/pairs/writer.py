@@ -41,7 +41,10 @@ def check_out_dir(out_dir: Path, overwrite: bool, inputs: Iterable[Path] = (), o
     if out_dir.exists() and not out_dir.is_dir():
         raise HarnessError(f"{out_dir}: is a file, not a folder for the dataset")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
-        raise HarnessError(f"{out_dir}: folder is not empty; pass overwrite (--overwrite) to replace it")
+        raise HarnessError(
+            f"{out_dir}: folder is not empty; pass --overwrite to replace the files an earlier build wrote there "
+            "(nothing else is touched)"
+        )
     if out_dir.is_dir():
         _refuse_what_is_not_own(out_dir, own)
 

@@ -181,6 +181,14 @@ class PanVerificationTask:
         """Read a truth file (or the truth file of a folder) into truth by problem id."""
         raise NotImplementedError
 
+    def problems_beside_truth(
+        self, truth_path: Path, truth: Mapping[str, VerificationTruth]
+    ) -> Sequence[VerificationProblem] | None:
+        """The problems of the split folder a truth lies in, for `harness score` to score each discourse-type pair
+        apart as a run does; None where the truth stands alone (a PAN truth file) or the folder's problems are
+        not the truth's."""
+        return None
+
     # -- the Task protocol -------------------------------------------------------------------------
 
     def evaluate(self, system: Any, data: VerificationData) -> Evaluation:
@@ -227,7 +235,8 @@ class PanVerificationTask:
         scores: dict[str, float] = {}
         for kind in sorted(by_pair):
             ids = by_pair[kind]
-            subset = self.score_truth({i: answers[i] for i in ids if i in answers}, {i: truth[i] for i in ids})
+            # a missing answer is a non-answer, filled here so that only the whole set's scoring warns of it
+            subset = self.score_truth({i: answers.get(i, NO_ANSWER) for i in ids}, {i: truth[i] for i in ids})
             undefined = undefined_measures([truth[i].same for i in ids])
             for name in undefined & subset.keys():
                 subset[name] = math.nan
@@ -356,11 +365,14 @@ class PanVerificationTask:
         record_dir: Path,
         answers_path: Path,
         overwrite: bool = False,
+        problems: Sequence[VerificationProblem] | None = None,
     ) -> dict[str, Any]:
         """Write result.json + details.jsonl for an answers file made elsewhere (e.g. a PAN submission).
 
-        Missing answers are recorded as 0.5. An existing result is refused unless `overwrite`; a second record into
-        the folder while one is being written is refused (its lock), so a record's two files are always one record's.
+        Missing answers are recorded as 0.5; a details row names its problem's `pair_type` where `problems` (those
+        beside the truth) give it, as a run's does. An existing result is refused unless `overwrite`; a second
+        record into the folder while one is being written is refused (its lock), so a record's two files are always
+        one record's.
         """
         from harness.data_location import short_corpus_name
         from harness.results import DETAILS_NAME, RESULT_NAME, build_result, task_record, write_result
@@ -368,6 +380,10 @@ class PanVerificationTask:
         truth_files = sorted(Path(truth_path).glob("truth*")) if Path(truth_path).is_dir() else [Path(truth_path)]
         ids = sorted(truth)  # PAN's evaluator orders problems by id
         details = [{"id": i, "value": answers.get(i, NO_ANSWER), "same": truth[i].same} for i in ids]
+        kinds = {problem.id: pair_type(problem) for problem in problems or ()}
+        for row in details:
+            if kinds.get(row["id"]) is not None:
+                row["pair_type"] = kinds[row["id"]]
         evaluation = Evaluation(scores=scores, details=details)
         test = {"checksum": sha256_files(truth_files), "truth_checksum": truth_checksum(truth), "size": len(ids)}
         identity = {"test": {**test, "truth_only": True}}  # truth_checksum: a run of this test data has it too

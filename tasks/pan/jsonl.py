@@ -16,6 +16,9 @@ Bad input is a `DataError` naming the file, the line and the field. Loading neve
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,8 @@ from core.files import check_text, find_data_file, kind_of, read_jsonl, require_
 from core.records import VerificationData, VerificationProblem, VerificationTruth
 from harness.task import TaskMetadata
 from tasks.pan.common import PanVerificationTask, check_truth_ids, checked_split_folder
+
+logger = logging.getLogger("harness")
 
 
 def read_pairs(path: Path, *, allow_empty_texts: bool = False) -> tuple[VerificationProblem, ...]:
@@ -183,6 +188,23 @@ class JsonlVerificationTask(PanVerificationTask):
         pairs_path = find_data_file(input_dir, "pairs.jsonl")
         problems = read_pairs(pairs_path, allow_empty_texts=True)
         return VerificationData(problems, None, input_dir, sha256_files([pairs_path], root=input_dir), self.ranked_by)
+
+    def problems_beside_truth(
+        self, truth_path: Path, truth: Mapping[str, VerificationTruth]
+    ) -> tuple[VerificationProblem, ...] | None:
+        """The pairs.jsonl[.gz] of the truth's split folder (the folder given, or the truth file's) where its ids are
+        the truth's; None, with a warning where they are not, otherwise."""
+        folder = Path(truth_path) if Path(truth_path).is_dir() else Path(truth_path).parent
+        if not any(os.path.lexists(folder / name) for name in ("pairs.jsonl", "pairs.jsonl.gz")):
+            return None
+        pairs_path = find_data_file(folder, "pairs.jsonl")
+        problems = read_pairs(pairs_path, allow_empty_texts=True)
+        if {problem.id for problem in problems} != set(truth):
+            logger.warning(
+                "%s: its problems are not the truth's, so no discourse-type pair is scored apart", pairs_path
+            )
+            return None
+        return problems
 
     def read_truth(self, path: Path) -> dict[str, VerificationTruth]:
         """Read a truth file, or the truth.jsonl[.gz] of a folder, into truth by problem id."""

@@ -324,3 +324,28 @@ def test_framework_imports_no_task_or_system():
             else:
                 continue
             assert not [n for n in names if n.split(".")[0] in ("tasks", "systems")], f"{path}: imports {names}"
+
+
+def test_a_record_from_a_split_folder_is_scored_per_type_pair_as_the_run_was(tmp_path: Path):
+    """Was (audit 23, F2): `score --record` with pan23's test folder recorded the `all` scores only, and the record's
+    row in the leaderboard's per-type-pair table was all "-". A truth file given alone stays scored as a whole."""
+    code, text = run_sample(tmp_path / "runs")
+    assert code == 0, text
+    run = tmp_path / "runs" / "pan23" / "pan23-format-sample" / "cngdist" / "seed-0"
+    ran = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    answers = str(run / "answers.jsonl")
+    code, text = invoke("score", "--task", "pan23", "--truth", str(SAMPLE / "test"), "--answers", answers,
+                        "--record", str(tmp_path / "record"))  # fmt: skip
+    assert code == 0, text
+    assert "essay+interview" in text  # a row of the printed table, as the run prints it
+    recorded = json.loads((tmp_path / "record" / "result.json").read_text(encoding="utf-8"))
+    assert any("+" in name for name in recorded["scores"])
+    assert json.dumps(recorded["scores"], sort_keys=True) == json.dumps(ran["scores"], sort_keys=True)
+    rows = read_jsonl(tmp_path / "record" / "details.jsonl")
+    kinds = {row["id"]: row["pair_type"] for row in read_jsonl(run / "details.jsonl")}
+    assert {row["id"]: row["pair_type"] for row in rows} == kinds
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(SAMPLE / "test" / "truth.jsonl", alone / "truth.jsonl")
+    code, text = invoke("score", "--task", "pan23", "--truth", str(alone), "--answers", answers)
+    assert code == 0 and "essay+interview" not in text, text

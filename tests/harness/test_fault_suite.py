@@ -1099,6 +1099,7 @@ def _(w: World, t: Path, reference: str) -> None:
 def _(w: World, t: Path, reference: str) -> None:
     (t / "test").mkdir()
     (t / "test" / "truth.jsonl.gz").write_bytes(gzip.compress(w.truth.read_bytes()))
+    shutil.copy(w.truth.parent / "pairs.jsonl", t / "test")  # a split folder: its type pairs are scored too
     assert ok(cli(*score_args(w, w.answers, truth=t / "test"))) == reference
 
 

@@ -34,7 +34,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     invoke("run", "--system", "cngdist", "--task", "pan23", "--data", shorter, "--out", out)
     invoke("run", "--system", "tfidf", "--task", "pan23", "--data", shorter, "--param", "max_ngram=2", "--out", out)
     (answers,) = (out / "pan23" / "pan23-format-sample" / "tfidf").glob("seed-*/answers.jsonl")
-    invoke("score", "--task", "pan23", "--truth", SAMPLE / "test" / "truth.jsonl", "--answers", answers,
+    alone = root / "truth-only" / "pan23-format-sample"  # the truth without its pairs.jsonl, as PAN gives it
+    alone.mkdir(parents=True)
+    shutil.copy(SAMPLE / "test" / "truth.jsonl", alone / "truth.jsonl")
+    invoke("score", "--task", "pan23", "--truth", alone / "truth.jsonl", "--answers", answers,
            "--record", root / "record", "--system-name", "tfidf")  # fmt: skip
     return root
 
