@@ -48,11 +48,29 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+# the devices systems resolved since the run began (`toolkit.devices.resolve_device` notes each): what a result
+# records, not what the machine has (audit 22, F3: a GPU machine's name stood in runs made with device=cpu)
+_devices_used: set[str] = set()
+
+
+def note_device(device: str) -> None:
+    """A system computes on `device` ("cpu", "cuda", "cuda:1")."""
+    _devices_used.add(device)
+
+
+def forget_devices() -> None:
+    """A new run begins: the devices of the one before are not its own."""
+    _devices_used.clear()
+
+
 def device_description() -> str:
-    """The device the run computed on; CUDA is only asked about if torch is already loaded."""
+    """The device the run computed on: a CUDA GPU's name where a system resolved one, else the CPU's (a system
+    that resolves no device, as scikit-learn's, computes on the CPU)."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        return f"cuda:{torch.cuda.get_device_name(0)}"
+    gpus = sorted(device for device in _devices_used if device.startswith("cuda"))
+    if torch is not None and gpus and torch.cuda.is_available():
+        index = int(gpus[0].partition(":")[2] or torch.cuda.current_device())
+        return f"cuda:{torch.cuda.get_device_name(index)}"
     return f"cpu:{platform.processor() or platform.machine()}"
 
 

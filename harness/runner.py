@@ -45,6 +45,7 @@ from core.records import VerificationData
 from harness import registry
 from harness.data_location import DataLocation
 from harness.params import build
+from harness.provenance import forget_devices
 from harness.results import (
     DETAILS_NAME,
     RESULT_NAME,
@@ -147,6 +148,7 @@ def run(
     data = data if isinstance(data, DataLocation) else DataLocation(data_dir=Path(data))
     started = time.perf_counter()
     timings: dict[str, float] = {}
+    forget_devices()  # the result records the devices this run's system resolves, not an earlier run's
     setup = _resolve(system_name, task_name, data, seed, out_dir, dict(params or {}), dict(task_params or {}))
     _refuse_a_file_on_the_way(setup.run_dir)
     run_dir = setup.run_dir
@@ -275,6 +277,13 @@ def _kept_result(run_dir: Path, fingerprint: str, overwrite: bool, inputs: dict[
             raise HarnessError(
                 f"{result_path} was fitted with other files in the folder of {', '.join(changed)} than are there now; "
                 "--overwrite fits again with them"
+            )
+        unrecorded = sorted(name for name in inputs if not isinstance(theirs, dict) or name not in theirs)
+        if unrecorded:  # e.g. a Hugging Face folder as encoder.model, checksummed since audit 22 (F1)
+            raise HarnessError(
+                f"{result_path} holds a run on other data or parameters, or one made before the harness kept the "
+                f"checksum of the folder of {', '.join(unrecorded)} (so whether its files changed since cannot be "
+                "told); --overwrite fits again"
             )
         raise HarnessError(
             f"{result_path} holds a run on other data or parameters; if this is another dataset, give it a name of "

@@ -42,7 +42,7 @@ from toolkit.band_folds import band_cosines, fold_folders, logistic_of_mean, mad
 from toolkit.calibration import cross_fitted_scores, fit_then_score
 from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig, text_vector
-from toolkit.pretrained import identity_matches, style_encoder_checksums
+from toolkit.pretrained import identity_matches, model_folder_checksums
 from toolkit.read_texts import folder_read_keys
 from toolkit.style_space import cosine_scores, distinct_texts, text_authors, within_author_whitening
 from toolkit.verifier import CalibratedVerifier
@@ -147,8 +147,8 @@ class EncoderWccn(CalibratedVerifier):
     # -- fitting ---------------------------------------------------------------------------------------------------
 
     def input_checksums(self) -> dict[str, str]:
-        """A style encoder folder's checksum, where `encoder.model` names one (`style_encoder_checksums`)."""
-        return style_encoder_checksums(self.encoder.model)
+        """The checksum of the encoder folder `encoder.model` names, where it names one (`model_folder_checksums`)."""
+        return model_folder_checksums(self.encoder.model)
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         from sklearn.metrics import roc_auc_score

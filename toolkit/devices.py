@@ -10,21 +10,24 @@ import logging
 from typing import Any
 
 from core.errors import HarnessError
+from harness.provenance import note_device
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 logger = logging.getLogger("harness")
 
 
 def resolve_device(device: str) -> str:
-    """ "auto" is "cuda" where torch sees a GPU, else "cpu"; "cuda" without a GPU is an error."""
+    """ "auto" is "cuda" where torch sees a GPU, else "cpu"; "cuda" without a GPU is an error. The device is noted
+    for the run's result (`harness.provenance.device_description`)."""
     import torch
 
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise HarnessError(f"device {device!r} asked for, but torch sees no CUDA GPU")
     if device != "cpu" and not device.startswith("cuda"):
         raise HarnessError(f"device must be auto, cpu or cuda[:N], not {device!r}")
+    note_device(device)
     return device
 
 

@@ -88,7 +88,19 @@ class LayerFeaturesConfig:
             if isinstance(self.layers, (str, int)):
                 raise ValueError(f"layers must be a list of hidden-state indices or None, got {self.layers!r}")
             object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
+            if not self.layers or min(self.layers) < 1:  # audit 22, F5: [0] passed, then every score was NaN
+                raise ValueError(
+                    f"layers must be hidden-state indices from 1 up (0 is the embedding layer, whose [CLS] vector is "
+                    f"the same for every text), got {list(self.layers)!r}"
+                )
         coerce(self, "max_tokens", int)
+        if self.max_tokens < 3:  # [CLS] and [SEP] take two (audit 22, F4: a traceback after loading the data)
+            raise ValueError(f"max_tokens must be at least 3 (two go to special tokens), got {self.max_tokens!r}")
+        for label in ("stride", "max_chunks_per_text"):
+            if getattr(self, label) is not None:
+                coerce(self, label, int)
+                if getattr(self, label) < 1:
+                    raise ValueError(f"{label} must be at least 1 or None, got {getattr(self, label)!r}")
 
     def build(
         self, *, device: str, mixed_precision: bool, batch_size: int, cache_dir: str | Path | None
@@ -113,10 +125,10 @@ class LayerFeaturesConfig:
         if self.layers is None:
             return lower_layers(num_layers)
         layers = list(self.layers)
-        if not layers or any(not 0 <= x <= num_layers for x in layers):
+        if not layers or any(not 1 <= x <= num_layers for x in layers):
             raise HarnessError(
-                f"layers {layers!r} must be hidden-state indices in 0..{num_layers} "
-                f"(the encoder has {num_layers} layers)"
+                f"layers {layers!r} must be hidden-state indices in 1..{num_layers} "
+                f"(the encoder has {num_layers} layers; 0, the embedding layer, is the same for every text)"
             )
         return layers
 
@@ -178,6 +190,16 @@ class LayerFeatures:
         config = json.loads((self.folder / "config.json").read_text(encoding="utf-8"))
         self.num_layers = int(config["num_hidden_layers"])
         self.hidden_size = int(config["hidden_size"])
+        positions = config.get("max_position_embeddings")
+        if isinstance(positions, int) and max_tokens > positions:  # audit 22, F4: a tensor-size traceback
+            from core.errors import HarnessError
+
+            raise HarnessError(
+                f"encoder.max_tokens={max_tokens} is more than the {positions} positions of the encoder in "
+                f"{self.folder}; give {positions} or fewer"
+            )
+        if batch_size < 1:
+            raise ValueError(f"encode_batch_size must be at least 1, got {batch_size!r}")
         settings = {
             "format": FEATURE_FORMAT,
             "prep": PREP_VERSION,

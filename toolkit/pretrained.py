@@ -71,15 +71,17 @@ def resolve_encoder(encoder: str | None) -> Path:
 STYLE_PRETRAINING_MANIFEST = "style_pretraining.json"
 
 
-def style_encoder_checksums(model: str | None) -> dict[str, str]:
-    """`{"encoder.model": checksum}` where `model` is a folder `harness pretrain-style` wrote, else {}: a system's
-    `input_checksums` (`harness.system`), so that an encoder pre-trained again into its folder is fitted again, not
-    answered by a run kept from the old one. Other encoders (the default MiniLM, a Hugging Face model) stay out of
-    the run's fingerprint, which they never were in; a resumed checkpoint checks their identity (`identity_matches`)."""
-    if model is None:
+def model_folder_checksums(model: str | None) -> dict[str, str]:
+    """`{"encoder.model": checksum}` where `model` names a folder on this machine (one `harness pretrain-style`
+    wrote, or any Hugging Face model folder), else {}: a system's `input_checksums` (`harness.system`), so that an
+    encoder whose files changed (pre-trained again, or replaced) is fitted again, not answered by a run kept from the
+    old one (audit 22, F1: only pretrain-style folders were covered). The default MiniLM (a pinned package) and a
+    Hugging Face model name stay out of the run's fingerprint, which they never were in; a resumed checkpoint checks
+    their identity (`identity_matches`)."""
+    if model is None or model == DEFAULT_ENCODER_NAME:
         return {}
     folder = Path(model).expanduser()
-    if not (folder / STYLE_PRETRAINING_MANIFEST).is_file():
+    if not folder.is_dir():
         return {}
     return {"encoder.model": "sha256:" + encoder_identity(folder)}
 

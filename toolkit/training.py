@@ -54,7 +54,8 @@ def train_epochs(
     grad_clip: float | None = None,
     after_step: Callable[[Batch], None] | None = None,
 ) -> list[dict[str, float]]:
-    """Train `network` for `epochs`; one record per epoch: mean loss, seconds, batches.
+    """Train `network` for `epochs`; one record per epoch: mean loss, seconds, batches; `grad_clip`, where given,
+    must be positive (clip_grad_norm_ with a negative norm turns every step uphill).
 
     `epoch_batches(epoch)` gives the batches this process trains on in that epoch (called once
     per epoch, before its first step, so a system's batch planning consumes its random numbers in
@@ -64,6 +65,8 @@ def train_epochs(
     """
     import torch
 
+    if grad_clip is not None and not grad_clip > 0:
+        raise ValueError(f"grad_clip must be positive or None, got {grad_clip!r}")
     scaler = grad_scaler(device, mixed_precision)
     history: list[dict[str, float]] = []
     for epoch in range(epochs):

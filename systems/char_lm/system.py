@@ -107,6 +107,9 @@ class CpuPreset:
         for field in ("epochs", "warmup", "head_steps"):
             if getattr(self, field) < 0:
                 raise ValueError(f"{field} must be >= 0, got {getattr(self, field)!r}")
+        for field in ("lr", "grad_clip", "head_lr"):  # a negative one trains uphill without a word (audit 22, F2)
+            if not getattr(self, field) > 0:
+                raise ValueError(f"{field} must be positive, got {getattr(self, field)!r}")
         for field in ("steps_per_epoch", "max_text_chars", "head_rows", "max_reference_heads"):
             value = getattr(self, field)
             if value is not None and value < 1:

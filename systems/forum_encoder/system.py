@@ -43,7 +43,7 @@ from toolkit.memory import peak_rss_mb, torch_threads
 from toolkit.metric_batches import LazyBatches, epoch_plan
 from toolkit.metric_losses import LOSSES, MetricLoss, TripletLoss
 from toolkit.parts_system import PartsSystem
-from toolkit.pretrained import identity_matches, style_encoder_checksums
+from toolkit.pretrained import identity_matches, model_folder_checksums
 from toolkit.read_texts import (
     TextsRead,
     folder_read_keys,
@@ -174,8 +174,8 @@ class ForumEncoder(PartsSystem):
     # ------------------------------------------------------------------ training
 
     def input_checksums(self) -> dict[str, str]:
-        """A style encoder folder's checksum, where `encoder.model` names one (`style_encoder_checksums`)."""
-        return style_encoder_checksums(self.encoder.model)
+        """The checksum of the encoder folder `encoder.model` names, where it names one (`model_folder_checksums`)."""
+        return model_folder_checksums(self.encoder.model)
 
     def _fit(self, train: ForumSplit, *, seed: int) -> None:
         """Train the head (and any trainable encoder layers) on the training split's authors."""

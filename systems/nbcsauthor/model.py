@@ -189,6 +189,8 @@ class EpisodeEncoderConfig:
     def __post_init__(self) -> None:
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {self.pooling!r}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout!r}")
         for label, least in (
             ("vocab_size", 300),  # the 256 bytes and the special tokens come first
             ("max_tokens", 5),

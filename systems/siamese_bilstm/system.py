@@ -65,7 +65,7 @@ from toolkit.checkpoint import CONFIG_NAME, load_checkpoint, runtime_params
 from toolkit.devices import autocast, resolve_device
 from toolkit.layer_features import LayerFeatures, LayerFeaturesConfig
 from toolkit.legacy import LegacyParams
-from toolkit.pretrained import identity_matches, style_encoder_checksums
+from toolkit.pretrained import identity_matches, model_folder_checksums
 from toolkit.read_texts import folder_read_keys
 from toolkit.style_space import within_author_whitening
 from toolkit.training import train_epochs
@@ -176,6 +176,8 @@ class SiameseBiLSTM(CalibratedVerifier):
         self.groups = None if groups is None else {name: list(types) for name, types in groups.items()}
         self.mixed_precision = bool(mixed_precision)
         self.encode_batch_size = int(encode_batch_size)
+        if self.encode_batch_size < 1:  # checked here, not where an empty feature cache first needs it (audit 22, F6)
+            raise HarnessError(f"encode_batch_size must be at least 1, got {encode_batch_size!r}")
         # fitted state
         self._heads: dict[str, BiLSTMHead] = {}
         self._bands: dict[str, AbstainBand] | None = None
@@ -200,8 +202,8 @@ class SiameseBiLSTM(CalibratedVerifier):
     # -- the protocol ------------------------------------------------------------------------------
 
     def input_checksums(self) -> dict[str, str]:
-        """A style encoder folder's checksum, where `encoder.model` names one (`style_encoder_checksums`)."""
-        return style_encoder_checksums(self.encoder.model)
+        """The checksum of the encoder folder `encoder.model` names, where it names one (`model_folder_checksums`)."""
+        return model_folder_checksums(self.encoder.model)
 
     def _fit(self, train: VerificationData, labels: np.ndarray, *, seed: int) -> None:
         """Train the general head and one head per group, then fit every route's abstain band."""

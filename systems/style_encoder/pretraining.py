@@ -89,6 +89,8 @@ class StylePretraining:
             raise HarnessError(f"eval_every must be >= 1, got {self.eval_every}")
         if not 0 <= self.cross_kind_share <= 1 or not self.temperature > 0 or self.held_out_authors < 0:
             raise HarnessError("cross_kind_share must be in [0, 1], temperature > 0 and held_out_authors >= 0")
+        if not self.lr > 0 or (self.grad_clip is not None and not self.grad_clip > 0):  # audit 22, F2
+            raise HarnessError(f"lr must be > 0 and grad_clip > 0 or None; got {self.lr}, {self.grad_clip}")
 
 
 PRESETS: dict[str, dict[str, Any]] = {

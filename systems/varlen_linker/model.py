@@ -56,6 +56,8 @@ class SampleEncoderConfig:
                 raise ValueError(f"{size} must be positive, got {getattr(self, size)}")
         if self.post_length < 4:
             raise ValueError(f"post_length must be at least 4 (the widest convolution), got {self.post_length}")
+        if self.vocab_size < 8:  # the tokenizer's own floor, checked before the data is read (audit 22, F4)
+            raise ValueError(f"vocab_size must be at least 8, got {self.vocab_size}")
 
     def build(self, *, num_tokens: int, num_subreddits: int) -> SampleEncoder:
         """The encoder for a trained tokenizer's `num_tokens` subwords and the task's subreddit buckets."""

@@ -106,6 +106,8 @@ class VarlenTraining:
         check_metric_batches(self.authors_per_batch, self.samples_per_author, self.epochs, self.steps_per_epoch)
         if self.lr <= 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
+        if not self.grad_clip > 0:  # audit 22, F2: -1 turned every step uphill, 0 stopped learning, both silently
+            raise ValueError(f"grad_clip must be positive, got {self.grad_clip}")
 
     def optimizer(self, parameters: Any) -> torch.optim.Optimizer:
         """Adam over `parameters` at learning rate `lr`."""

@@ -32,3 +32,26 @@ def test_the_image_constraints_pin_every_dependency_exactly_and_leave_torch_to_t
     names = {pin.split("==")[0].lower().replace("_", "-") for pin in pins}
     assert "torch" not in names and "authorship-harness" not in names
     assert {"numpy", "scipy", "scikit-learn", "transformers", "filelock"} <= names
+
+
+def test_the_device_recorded_is_the_one_the_run_computed_on_not_the_machines_gpu(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    """Was (audit 22, F3): `cuda:<name>` whenever torch saw a GPU, in runs made with device=cpu and in scikit-learn
+    runs alike. Here torch is made to see a GPU it cannot use."""
+    torch = pytest.importorskip("torch")
+    from helpers.paths import SAMPLE
+
+    from harness.runner import run
+    from toolkit.devices import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: f"FAKE-GPU-{index}")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    provenance.forget_devices()
+    assert resolve_device("cpu") == "cpu" and provenance.device_description().startswith("cpu:")
+    assert resolve_device("cuda:1") == "cuda:1" and provenance.device_description() == "cuda:FAKE-GPU-1"
+    assert resolve_device("auto") == "cuda"
+    # the next run resolves no device (length_ratio): the GPU noted above is not its own
+    done = run(system_name="length_ratio", task_name="pan23", data=SAMPLE, out_dir=tmp_path / "runs")
+    assert done.result["environment"]["device"].startswith("cpu:")

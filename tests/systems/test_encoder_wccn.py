@@ -73,6 +73,30 @@ def test_a_checkpoint_is_refused_with_another_encoder_behind_the_same_folder(tmp
         EncoderWccn.load(tmp_path / "model", runtime={"cache_dir": str(tmp_path / "cache")})
 
 
+def test_a_run_on_an_encoder_folder_whose_weights_changed_is_fitted_again_not_kept(tmp_path: Path, monkeypatch):
+    """Was (audit 22, F1): a plain Hugging Face folder as encoder.model was in no fingerprint, so the same command
+    after its weights changed printed the kept result of the old encoder (0.5669 where a fresh run gave 0.3295)."""
+    from helpers.paths import SAMPLE
+    from helpers.tiny_encoder import make_tiny_encoder
+
+    from harness.runner import run
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    encoder = make_tiny_encoder(tmp_path / "encoder", seed=0)
+    params = {"encoder.model": str(encoder), "encoder.max_tokens": 24, "dimensions": 4, "calibration_folds": 2}
+    settings = {"system_name": "encoder_wccn", "task_name": "pan23", "data": SAMPLE, "out_dir": tmp_path / "runs"}
+    first = run(**settings, params=params)
+    assert first.result["system"]["inputs"]["encoder.model"].startswith("sha256:")
+    assert run(**settings, params=params).reused  # unchanged: kept
+    make_tiny_encoder(encoder, seed=1)  # other weights in the same folder
+    with pytest.raises(HarnessError, match="fitted with other files in the folder of encoder.model"):
+        run(**settings, params=params)
+    (first.run_dir / "result.json").unlink()  # a crash after the fit: the old checkpoint must not be resumed
+    again = run(**settings, params=params)
+    assert not again.reused
+    assert again.result["system"]["inputs"] != first.result["system"]["inputs"]
+
+
 def test_without_whitening_a_score_is_the_cosine_of_centred_pca_vectors(tmp_path: Path):
     params, data = tiny_setup(tmp_path, text_seed=1)
     runtime = {"cache_dir": str(tmp_path / "cache"), "device": "cpu"}

@@ -254,11 +254,12 @@ def test_pretraining_writes_a_model_folder_encoder_wccn_reads(forum_slice: Path,
     scores = system.raw_scores(train.problems)
     assert scores.shape == (len(train.problems),) and np.isfinite(scores).all()
     # its files are in a run's fingerprint, so one pre-trained again into the folder is fitted again (audit 10, F3);
-    # a plain Hugging Face folder, the default encoder among them, stays out of it, as it always was
+    # so are a plain Hugging Face folder's (audit 22, F1); the default encoder, a pinned package, stays out of it
     from toolkit.pretrained import encoder_identity
 
     assert system.input_checksums() == {"encoder.model": "sha256:" + encoder_identity(out)}
-    assert build(EncoderWccn, {"encoder.model": str(encoder)}).input_checksums() == {}
+    plain = {"encoder.model": "sha256:" + encoder_identity(encoder)}
+    assert build(EncoderWccn, {"encoder.model": str(encoder)}).input_checksums() == plain
     assert EncoderWccn().input_checksums() == {}
 
     # never over a folder that holds something
