@@ -33,6 +33,9 @@ class TripletLoss:
     name: ClassVar[str] = "triplet"
     margin: float = 0.2
 
+    def __post_init__(self) -> None:
+        _check_margin(self.margin)
+
     def build(self, num_classes: int, dim: int) -> LossFunction:
         """The loss as a function of (embeddings, labels); it has no class weights to size."""
         from pytorch_metric_learning import losses, miners
@@ -54,6 +57,7 @@ class TopKLoss:
     def __post_init__(self) -> None:
         if self.top_k < 1:
             raise ValueError(f"top_k must be positive, got {self.top_k}")
+        _check_margin(self.margin)
 
     def build(self, num_classes: int, dim: int) -> LossFunction:
         """The loss as a function of (embeddings, labels); it has no class weights to size."""
@@ -67,12 +71,21 @@ class RankedListLoss:
     name: ClassVar[str] = "ranked_list"
     margin: float = 0.2
 
+    def __post_init__(self) -> None:
+        _check_margin(self.margin)
+
     def build(self, num_classes: int, dim: int) -> LossFunction:
         """The loss as a function of (embeddings, labels); it has no class weights to size."""
         from pytorch_metric_learning import losses
 
         ranked = losses.RankedListLoss(margin=self.margin, Tn=0.0, distance=_euclidean())
         return lambda embeddings, labels: ranked(embeddings, labels)
+
+
+def _check_margin(margin: float) -> None:
+    """A margin below 0 asks the loss to let negatives sit closer than positives (audit 22, F6: accepted silently)."""
+    if not margin >= 0:
+        raise ValueError(f"margin must be >= 0, got {margin!r}")
 
 
 LOSSES = (TripletLoss, TopKLoss, RankedListLoss)

@@ -190,6 +190,10 @@ class _MarginLoss:
     margin: float
     scale: float
 
+    def __post_init__(self) -> None:  # a dataclass subclass's __init__ calls it
+        if not self.margin >= 0 or not self.scale > 0:  # accepted silently before (audit 22, F6)
+            raise ValueError(f"margin must be >= 0 and scale > 0, got {self.margin!r} and {self.scale!r}")
+
     def build(self, num_classes: int, dim: int) -> nn.Module:
         from pytorch_metric_learning import losses
 
@@ -228,6 +232,10 @@ class MultiSimilarity:
     beta: float = 50.0
     base: float = 0.5
 
+    def __post_init__(self) -> None:
+        if not self.alpha > 0 or not self.beta > 0:
+            raise ValueError(f"alpha and beta must be positive, got {self.alpha!r} and {self.beta!r}")
+
     def build(self, num_classes: int, dim: int) -> nn.Module:
         from pytorch_metric_learning import losses
 
@@ -241,6 +249,13 @@ class Contrastive:
     name: ClassVar[str] = "contrastive"
     pos_margin: float = 0.0
     neg_margin: float = 1.0
+
+    def __post_init__(self) -> None:  # distances: positives pulled within pos_margin, negatives pushed past neg_margin
+        if not 0 <= self.pos_margin < self.neg_margin:
+            raise ValueError(
+                "the margins must satisfy 0 <= pos_margin < neg_margin, got "
+                f"{self.pos_margin!r} and {self.neg_margin!r}"
+            )
 
     def build(self, num_classes: int, dim: int) -> nn.Module:
         from pytorch_metric_learning import losses

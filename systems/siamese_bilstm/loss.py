@@ -40,6 +40,12 @@ class ModifiedContrastive:
     def __post_init__(self) -> None:
         coerce(self, "positive_margin", float)
         coerce(self, "negative_margin", float)
+        # margins on the cosine: outside [-1, 1], or m_n >= m_p, a pull or push never acts (audit 22, F6)
+        if not -1.0 <= self.negative_margin < self.positive_margin <= 1.0:
+            raise ValueError(
+                "the margins must satisfy -1 <= negative_margin < positive_margin <= 1 (cosine similarities), got "
+                f"{self.negative_margin!r} and {self.positive_margin!r}"
+            )
 
     def build(self, num_classes: int, dim: int) -> LossFunction:
         """The loss as a function of (embeddings, labels) (`modified_contrastive_loss`); it has no class weights."""

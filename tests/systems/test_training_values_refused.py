@@ -28,10 +28,15 @@ REFUSED = [
     ("encoder_wccn", {"encoder.layers": [0, 2]}, "encoder: layers must be hidden-state indices from 1 up"),
     ("nbcsauthor", {"training.lr": 0.0}, "training: lr must be positive, got 0.0"),
     ("nbcsauthor", {"encoder.dropout": 1.5}, r"encoder: dropout must lie in \[0, 1\), got 1.5"),
+    ("siamese_bilstm", {"loss.positive_margin": -1.0}, "loss: the margins must satisfy -1 <= negative_margin <"),
+    ("varlen_linker", {"loss.margin": -1.0}, "loss: margin must be >= 0, got -1.0"),
+    ("varlen_linker", {"loss": "topk", "loss.margin": -0.5}, "loss: margin must be >= 0, got -0.5"),
+    ("nbcsauthor", {"loss": "cosface", "loss.margin": -0.1}, "loss: margin must be >= 0 and scale > 0"),
+    ("nbcsauthor", {"loss": "contrastive", "loss.neg_margin": 0.0}, "loss: the margins must satisfy 0 <= pos_margin"),
 ]
 
 
-@pytest.mark.parametrize(("system", "params", "message"), REFUSED, ids=[f"{s}-{next(iter(p))}" for s, p, _ in REFUSED])
+@pytest.mark.parametrize(("system", "params", "message"), REFUSED, ids=[f"{s}-{list(p)[-1]}" for s, p, _ in REFUSED])
 def test_a_value_that_would_train_wrongly_is_refused_when_the_system_is_built(system, params, message):
     with pytest.raises(HarnessError, match=message):
         build(system_class(system), params)
