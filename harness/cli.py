@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -164,6 +165,17 @@ class _Path(click.Path):
         if isinstance(value, str) and not value.strip():
             self.fail("an empty path (an unset shell variable?); name a file or folder", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class _FiniteRange(click.FloatRange):
+    """click's FloatRange without inf and nan, which its bounds let through: `--lr inf` failed in a traceback after
+    pre-training began, and `--time-limit nan` meant no limit and wrote NaN into a JSON manifest (audit 25)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 class _ExistingPath(_Path):
@@ -609,10 +621,10 @@ def convert_cmd(src: Path, dst: Path, source_format: str, genre: str | None, ove
 )
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--pairs", "n_pairs", type=click.IntRange(min=2), default=10_000, show_default=True, help="In all.")
-@click.option("--test-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.5, show_default=True)
+@click.option("--test-share", type=_FiniteRange(0, 1, min_open=True, max_open=True), default=0.5, show_default=True)
 @click.option(
     "--cross-share",
-    type=click.FloatRange(0, 1),
+    type=_FiniteRange(0, 1),
     default=1.0,
     show_default=True,
     help="Share of pairs whose two texts are of different discourse types (1: all, as PAN 2023).",
@@ -741,12 +753,12 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
 @click.option("--steps", type=click.IntRange(min=1), help="Training steps (preset's by default).")
 @click.option("--authors-per-batch", type=click.IntRange(min=2), help="Distinct authors a batch, two posts each.")
 @click.option("--trainable-layers", type=click.IntRange(min=1), help="Top layers trained (gpu preset: all).")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True))
+@click.option("--lr", type=_FiniteRange(min=0, min_open=True))
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]))
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1))
 @click.option(
     "--cross-kind-share",
-    type=click.FloatRange(0, 1),
+    type=_FiniteRange(0, 1),
     help="Share of the authors with both kinds whose two posts are a submission and a comment (default 0.5).",
 )
 @click.option(
@@ -755,7 +767,7 @@ FORUM_ENCODER_SYSTEMS = {"darkweb": "episode_encoder", "reddit": "reddit_encoder
     help="A batch's authors from one community (default) or from any.",
 )
 @click.option(
-    "--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True), help="Stop training after S seconds."
+    "--time-limit", "time_limit_s", type=_FiniteRange(min=0, min_open=True), help="Stop training after S seconds."
 )
 @click.option(
     "--dimensions",
@@ -818,13 +830,19 @@ def pretrain_style_cmd(
         **settings,
     )
     auc = manifest["held_out_pair_auc"]
+    # the corpus's posts and authors, then how many authors trained and how many were held out to measure it: the
+    # old line put the corpus's posts beside the training authors alone ("4103 posts of 8 authors"; audit 25, F5)
+    corpus = manifest["corpus"]
+    read = (
+        f"{corpus['posts']} posts of {corpus['authors']} authors ({manifest['training_authors']} trained on, "
+        f"{manifest['held_out_authors']} held out)"
+    )
     # the run that follows must split the posts as pre-training did
     same_split = "".join(f" --task-param '{key}={json.dumps(value)}'" for key, value in task_params.items())
     if encoder == "ngram":
         click.echo(
-            f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
-            f"{manifest['steps_done']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
-            f"{auc['whitened']} whitened -> {auc['kept']} projected (step {auc['kept_step']})"
+            f"wrote {out_dir}: {read}, {manifest['steps_done']} steps in {manifest['seconds']} s; held-out authors' "
+            f"pair AUC {_auc(auc['whitened'])} whitened -> {_auc(auc['kept'])} projected (step {auc['kept_step']})"
         )
         built, asked = manifest.get("style_space", {}).get("dimensions"), manifest["settings"]["dimensions"]
         if built is not None and built < asked:
@@ -848,8 +866,8 @@ def pretrain_style_cmd(
             click.echo(f"next: harness run --system ngram_style --task pan23 --data SET {manifest['use']}")
         return
     click.echo(
-        f"wrote {out_dir}: {manifest['corpus']['posts']} posts of {manifest['training_authors']} authors, "
-        f"{manifest['settings']['steps']} steps in {manifest['seconds']} s; held-out authors' pair AUC "
+        f"wrote {out_dir}: {read}, {manifest['settings']['steps']} steps in {manifest['seconds']} s; held-out "
+        "authors' pair AUC "
         f"{_auc(auc['before'])} -> {_auc(auc['after'])}"
     )
     if "band_folds" in manifest:

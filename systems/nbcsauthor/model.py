@@ -197,6 +197,8 @@ class EpisodeEncoderConfig:
             ("output_dim", 1),
             ("text_dim", 1),
             ("filters", 1),
+            ("token_dim", 1),
+            *((("layers", 1), ("heads", 1), ("ff_dim", 1)) if self.pooling == "transformer" else ()),  # audit 25, F4
         ):
             if getattr(self, label) < least:
                 raise ValueError(f"{label} must be at least {least}, got {getattr(self, label)!r}")

@@ -48,6 +48,11 @@ NGRAM_SETTINGS = ("steps", "authors_per_batch", "lr", "seed", "cross_kind_share"
 NGRAM_ONLY = ("dimensions", "char_features", "word_features")  # the style space's size; the transformer has none
 
 
+def _option(setting: str) -> str:
+    """The command-line option of a pre-training setting (`time_limit_s` is `--time-limit`; audit 25, F2)."""
+    return "--time-limit" if setting == "time_limit_s" else "--" + setting.replace("_", "-")
+
+
 def pretrain_style(
     posts: Path,
     out_dir: Path,
@@ -109,13 +114,13 @@ def pretrain_style(
         ngram_names = NGRAM_SETTINGS + NGRAM_ONLY
         given = sorted(name for name, value in settings.items() if value is not None and name not in ngram_names)
         if given or preset_name != "cpu":
-            options = ", ".join("--" + name.replace("_", "-") for name in given) or "--preset gpu"
+            options = ", ".join(_option(name) for name in given) or "--preset gpu"
             raise HarnessError(f"{options}: the transformer encoder's; --encoder ngram takes none of them")
         chosen_ngram = ngram_settings(**{name: settings.get(name) for name in ngram_names})
     else:
         given = [name for name in NGRAM_ONLY if settings.pop(name, None) is not None]
         if given:
-            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            options = ", ".join(_option(name) for name in given)
             raise HarnessError(f"{options}: the n-gram encoder's; give --encoder ngram, or leave them out")
         chosen = preset(preset_name, **settings)  # refuses bad settings before the corpus is read
         from toolkit.devices import resolve_device, warn_if_gpu_sized

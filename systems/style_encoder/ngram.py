@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -80,8 +81,13 @@ class NgramStylePretraining:
                 raise HarnessError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.posts_per_author < 2 or self.authors_per_batch < 2:
             raise HarnessError("posts_per_author and authors_per_batch must be >= 2")
-        if not 0 <= self.dropout < 1 or not self.temperature > 0 or not self.shrinkage >= 0 or not self.lr > 0:
-            raise HarnessError("dropout must be in [0, 1), temperature and lr > 0, shrinkage >= 0")
+        if (
+            not 0 <= self.dropout < 1
+            or not self.temperature > 0
+            or not self.shrinkage >= 0
+            or not 0 < self.lr < math.inf
+        ):
+            raise HarnessError("dropout must be in [0, 1), temperature > 0, lr finite and > 0, shrinkage >= 0")
         if not 0 <= self.cross_kind_share <= 1 or self.held_out_authors < 0:
             raise HarnessError("cross_kind_share must be in [0, 1] and held_out_authors >= 0")
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
@@ -89,8 +90,10 @@ class StylePretraining:
             raise HarnessError(f"eval_every must be >= 1, got {self.eval_every}")
         if not 0 <= self.cross_kind_share <= 1 or not self.temperature > 0 or self.held_out_authors < 0:
             raise HarnessError("cross_kind_share must be in [0, 1], temperature > 0 and held_out_authors >= 0")
-        if not self.lr > 0 or (self.grad_clip is not None and not self.grad_clip > 0):  # audit 22, F2
-            raise HarnessError(f"lr must be > 0 and grad_clip > 0 or None; got {self.lr}, {self.grad_clip}")
+        if not 0 < self.lr < math.inf or (self.grad_clip is not None and not self.grad_clip > 0):  # audits 22, 25
+            raise HarnessError(f"lr must be finite and > 0, grad_clip > 0 or None; got {self.lr}, {self.grad_clip}")
+        if self.time_limit_s is not None and not 0 < self.time_limit_s < math.inf:  # nan meant no limit (audit 25)
+            raise HarnessError(f"time_limit_s must be a positive number of seconds or None, got {self.time_limit_s}")
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -271,6 +274,12 @@ def train_style_encoder(
     held_out, training = sorted(order[:held_out_count].tolist()), sorted(order[held_out_count:].tolist())
     if len(training) < 2:
         raise HarnessError(f"{len(training)} training author(s) after holding out {held_out_count}; need 2")
+    if held_out_count >= len(training):  # a small corpus: most of it measures, little trains (audit 25, F5)
+        logger.warning(
+            "style pre-training: %d of the %d authors are held out to measure it and %d train; give a larger corpus "
+            "for an encoder worth using",
+            held_out_count, len(corpus.authors), len(training),
+        )  # fmt: skip
     token_ids = _tokenize(tokenizer, corpus, settings.max_tokens)
     sampler = PairSampler(corpus, training, settings, settings.seed + 1)
     held_out_pairs = PairSampler(corpus, held_out, settings, settings.seed + 2)

@@ -349,3 +349,23 @@ def test_a_record_from_a_split_folder_is_scored_per_type_pair_as_the_run_was(tmp
     shutil.copy(SAMPLE / "test" / "truth.jsonl", alone / "truth.jsonl")
     code, text = invoke("score", "--task", "pan23", "--truth", str(alone), "--answers", answers)
     assert code == 0 and "essay+interview" not in text, text
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--lr", "inf"), ("--lr", "nan"), ("--time-limit", "nan"), ("--cross-kind-share", "nan")]
+)
+def test_pretrain_style_refuses_a_number_that_is_not_finite_before_any_work(tmp_path: Path, option, value):
+    """Was (audit 25, F1/F3): `--lr inf` began pre-training and ended in a 40-line traceback ("Input contains NaN");
+    `--time-limit nan` meant no limit and wrote NaN into the encoder's JSON manifest."""
+    posts = SAMPLE / "test" / "pairs.jsonl"  # any existing file: nothing may be read
+    code, text = invoke("pretrain-style", str(posts), str(tmp_path / "enc"), option, value)
+    assert code == 2 and f"{option}" in text and "is not a finite number" in text, text
+    assert not (tmp_path / "enc").exists()
+
+
+def test_pretrain_style_names_the_time_limit_option_as_it_is_spelt(tmp_path: Path):
+    """Was (audit 25, F2): `--encoder ngram --time-limit 5` was refused as `--time-limit-s: ...`, an option that
+    does not exist."""
+    posts = SAMPLE / "test" / "pairs.jsonl"
+    code, text = invoke("pretrain-style", str(posts), str(tmp_path / "enc"), "--encoder", "ngram", "--time-limit", "5")
+    assert code == 2 and "--time-limit: the transformer encoder's" in text and "--time-limit-s" not in text, text

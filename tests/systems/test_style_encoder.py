@@ -312,6 +312,11 @@ def test_the_command_refuses_a_non_empty_folder_and_trains(forum_slice: Path, sl
     done = CliRunner().invoke(main, [*args[:2], str(tmp_path / "new"), *args[2:], "--exclude-test-of", str(slice_set)])
     assert done.exit_code == 0, done.output
     assert "held-out authors' pair AUC" in done.output and (tmp_path / "new" / "config.json").is_file()
+    # the corpus's authors, then how many trained and how many measured (audit 25, F5: "N posts of <trained> authors")
+    manifest = json.loads((tmp_path / "new" / MANIFEST_NAME).read_text(encoding="utf-8"))
+    trained, held = manifest["training_authors"], manifest["held_out_authors"]
+    told = f"of {manifest['corpus']['authors']} authors ({trained} trained on, {held} held out)"
+    assert told in done.output and trained + held == manifest["corpus"]["authors"], done.output
     assert "--system encoder_wccn" in done.output and "--param whiten=auto" in done.output  # chosen on training data
 
 

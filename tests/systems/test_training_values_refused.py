@@ -33,6 +33,8 @@ REFUSED = [
     ("varlen_linker", {"loss": "topk", "loss.margin": -0.5}, "loss: margin must be >= 0, got -0.5"),
     ("nbcsauthor", {"loss": "cosface", "loss.margin": -0.1}, "loss: margin must be >= 0 and scale > 0"),
     ("nbcsauthor", {"loss": "contrastive", "loss.neg_margin": 0.0}, "loss: the margins must satisfy 0 <= pos_margin"),
+    ("nbcsauthor", {"encoder.layers": 0}, "encoder: layers must be at least 1, got 0"),
+    ("sysml", {"encoder.heads": 0}, "encoder: heads must be at least 1, got 0"),
 ]
 
 
