@@ -105,6 +105,8 @@ class EncoderWccn(CalibratedVerifier):
             raise ValueError(f"shrinkage must be zero or positive, got {shrinkage!r}")
         if whiten not in (True, False, "auto"):
             raise ValueError(f"whiten must be true, false or auto, got {whiten!r}")
+        if int(encode_batch_size) < 1:  # not first where an empty feature cache needs it (audit 22, F6)
+            raise ValueError(f"encode_batch_size must be at least 1, got {encode_batch_size!r}")
         super().__init__(locals())
         self._mean: np.ndarray | None = None  # (layers * hidden,)
         self._projection: np.ndarray | None = None  # (layers * hidden, d): the PCA's axes

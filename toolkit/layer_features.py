@@ -64,6 +64,10 @@ def default_cache_dir() -> Path:
     return base / "siamese_bilstm"
 
 
+# encoders whose position ids start after the padding index, so that pad_token_id + 1 positions hold no token
+PADDING_OFFSET_MODELS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
+
+
 @dataclass(frozen=True)
 class LayerFeaturesConfig:
     """The frozen encoder and how texts become its features, as a part of `SiameseBiLSTM`.
@@ -191,6 +195,8 @@ class LayerFeatures:
         self.num_layers = int(config["num_hidden_layers"])
         self.hidden_size = int(config["hidden_size"])
         positions = config.get("max_position_embeddings")
+        if isinstance(positions, int) and config.get("model_type") in PADDING_OFFSET_MODELS:
+            positions -= int(config.get("pad_token_id") or 0) + 1  # RoBERTa's 514 positions hold 512 tokens
         if isinstance(positions, int) and max_tokens > positions:  # audit 22, F4: a tensor-size traceback
             from core.errors import HarnessError
 

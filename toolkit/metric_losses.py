@@ -17,6 +17,7 @@ here have none and ignore them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -84,8 +85,8 @@ class RankedListLoss:
 
 def _check_margin(margin: float) -> None:
     """A margin below 0 asks the loss to let negatives sit closer than positives (audit 22, F6: accepted silently)."""
-    if not margin >= 0:
-        raise ValueError(f"margin must be >= 0, got {margin!r}")
+    if not 0 <= margin < math.inf:
+        raise ValueError(f"margin must be >= 0 and finite, got {margin!r}")
 
 
 LOSSES = (TripletLoss, TopKLoss, RankedListLoss)

@@ -171,6 +171,9 @@ def _choose(backend: str, device: str, n_queries: int, n_items: int, *, top_k: b
         import torch
 
         if torch.cuda.is_available():
+            from harness.provenance import note_device
+
+            note_device("cuda")  # the search ran on the GPU: the result says so (`device_description`)
             return "torch", "cuda"
     if top_k and n_items >= FAISS_MIN_ITEMS and _has("faiss"):
         return "faiss", "cpu"

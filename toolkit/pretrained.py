@@ -81,9 +81,9 @@ def model_folder_checksums(model: str | None) -> dict[str, str]:
     if model is None or model == DEFAULT_ENCODER_NAME:
         return {}
     folder = Path(model).expanduser()
-    if not folder.is_dir():
+    if not (folder / "config.json").is_file():  # not a model folder: `resolve_encoder` refuses it, unhashed
         return {}
-    return {"encoder.model": "sha256:" + encoder_identity(folder)}
+    return {"encoder.model": "sha256:" + encoder_identity(folder.resolve())}
 
 
 def encoder_identity(folder: Path) -> str:

@@ -96,8 +96,10 @@ def find_runs(paths: Iterable[Path]) -> list[Run]:
 
 
 def unique_runs(runs: Iterable[Run]) -> list[Run]:
-    """The runs with copies of one run (same `Run.identity`) merged into the first found, which lists them as
-    `copies`; each copy is logged as a warning, and the tables note it. Running it twice changes nothing."""
+    """The runs with copies of one run (same `Run.identity`) merged into one, which lists the others as `copies`;
+    each copy is logged as a warning, and the tables note it. Copies whose recorded scores disagree are refused (which
+    file came first would choose the table's number); the copy kept is the one holding more measures (one a later
+    version added: per-type-pair scores of a record), else the first. Running it twice changes nothing."""
     kept: dict[str, Run] = {}
     for run in runs:
         identity = run.identity
@@ -109,18 +111,25 @@ def unique_runs(runs: Iterable[Run]) -> list[Run]:
             logger.warning("%s was given more than once; counted once", run.path)
             continue
         differ = _score_differences(first, run)
-        if differ:  # same answers, other scores: which file is given first would choose the table's number (audit 23)
+        if differ:  # which file is given first would choose the table's number (audit 23, F1)
+            why = (
+                "one was edited, or scored by another harness version: record the answers again with `harness score "
+                "--record ... --overwrite`"
+                if run.result.answers_checksum is not None  # records name their answers file's checksum
+                else "a rerun on another machine, device or harness version, or an edited file"
+            )
             raise HarnessError(
-                f"{first.path} and {run.path} hold the same run (same task, data, system, params, seed and answers) "
-                f"with different scores ({differ}): one was edited, or scored by another harness version. Rescore "
-                "the answers with `harness score`, or leave one out of the folders given"
+                f"{first.path} and {run.path} are one run (same task, data, system, parameters and seed) with "
+                f"different scores ({differ}): {why}. A row takes one result a seed: leave one out of the folders "
+                "given"
             )
         logger.warning(
             "%s holds the same run as %s (same task, data, system, params and seed); counted once",
             run.path,
             first.path,
         )
-        kept[identity] = replace(first, copies=(*first.copies, run.path, *run.copies))
+        kept_run, other = (run, first) if len(run.result.scores) > len(first.result.scores) else (first, run)
+        kept[identity] = replace(kept_run, copies=(*kept_run.copies, other.path, *other.copies))
     return list(kept.values())
 
 

@@ -40,6 +40,7 @@ numbers are ours. Bagnall also averaged an ensemble of networks; this system tra
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -108,8 +109,8 @@ class CpuPreset:
             if getattr(self, field) < 0:
                 raise ValueError(f"{field} must be >= 0, got {getattr(self, field)!r}")
         for field in ("lr", "grad_clip", "head_lr"):  # a negative one trains uphill without a word (audit 22, F2)
-            if not getattr(self, field) > 0:
-                raise ValueError(f"{field} must be positive, got {getattr(self, field)!r}")
+            if not 0 < getattr(self, field) < math.inf:
+                raise ValueError(f"{field} must be positive and finite, got {getattr(self, field)!r}")
         for field in ("steps_per_epoch", "max_text_chars", "head_rows", "max_reference_heads"):
             value = getattr(self, field)
             if value is not None and value < 1:

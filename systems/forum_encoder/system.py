@@ -79,7 +79,7 @@ class ForumEncoderTraining:
 
     def __post_init__(self) -> None:
         check_metric_batches(self.authors_per_batch, self.samples_per_author, self.epochs, self.steps_per_epoch)
-        if self.lr <= 0 or self.encoder_lr <= 0 or self.weight_decay < 0:
+        if not 0 < self.lr < math.inf or not 0 < self.encoder_lr < math.inf or not self.weight_decay >= 0:
             raise ValueError(
                 f"need lr, encoder_lr > 0 and weight_decay >= 0, got {self.lr}, {self.encoder_lr}, {self.weight_decay}"
             )

@@ -28,6 +28,7 @@ z and tau differ between the two).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -64,8 +65,8 @@ class SysmlTraining:
             raise ValueError(f"epochs must be at least 0, got {self.epochs!r}")
         if self.batch_size < 2:
             raise ValueError(f"batch_size must be at least 2, got {self.batch_size!r}")
-        if not self.lr > 0:  # 0 learnt nothing, a negative one failed in torch after fitting began (audit 22)
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        if not 0 < self.lr < math.inf:  # 0 learnt nothing, a negative one failed in torch after fitting began
+            raise ValueError(f"lr must be positive and finite, got {self.lr!r}")
         if not 0.0 <= self.validation_share < 0.5:
             raise ValueError(f"validation_share must lie in [0, 0.5), got {self.validation_share!r}")
         if self.lr_patience is not None:

@@ -35,8 +35,8 @@ class SiameseTraining:
         for label, least in (("epochs", 1), ("batch_size", 4)):
             if getattr(self, label) < least:
                 raise ValueError(f"{label} must be at least {least}, got {getattr(self, label)!r}")
-        if not self.lr > 0:  # audit 22, F4: torch's "Invalid learning rate" traceback after the data was read
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        if not 0 < self.lr < math.inf:  # audit 22, F4: torch's "Invalid learning rate" traceback after the data
+            raise ValueError(f"lr must be positive and finite, got {self.lr!r}")
         if self.batch_size % 2:
             raise ValueError(f"batch_size counts chunks, two per author: it must be even, got {self.batch_size!r}")
         if self.steps_per_epoch is not None:

@@ -104,10 +104,12 @@ class VarlenTraining:
 
     def __post_init__(self) -> None:
         check_metric_batches(self.authors_per_batch, self.samples_per_author, self.epochs, self.steps_per_epoch)
-        if self.lr <= 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
-        if not self.grad_clip > 0:  # audit 22, F2: -1 turned every step uphill, 0 stopped learning, both silently
-            raise ValueError(f"grad_clip must be positive, got {self.grad_clip}")
+        if not 0 < self.lr < math.inf:
+            raise ValueError(f"lr must be positive and finite, got {self.lr}")
+        if (
+            not 0 < self.grad_clip < math.inf
+        ):  # audit 22, F2: -1 turned every step uphill, 0 stopped learning, both silently
+            raise ValueError(f"grad_clip must be positive and finite, got {self.grad_clip}")
 
     def optimizer(self, parameters: Any) -> torch.optim.Optimizer:
         """Adam over `parameters` at learning rate `lr`."""

@@ -369,3 +369,28 @@ def test_pretrain_style_names_the_time_limit_option_as_it_is_spelt(tmp_path: Pat
     posts = SAMPLE / "test" / "pairs.jsonl"
     code, text = invoke("pretrain-style", str(posts), str(tmp_path / "enc"), "--encoder", "ngram", "--time-limit", "5")
     assert code == 2 and "--time-limit: the transformer encoder's" in text and "--time-limit-s" not in text, text
+
+
+def test_score_reads_no_text_beside_the_truth_and_a_bad_pairs_file_only_costs_the_type_pairs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    """The review of audit 23's fix: `score` must not fail, nor hold a test set's texts, for the pairs beside a
+    truth. Pairs without types (PAN 2020-2021) give the whole set's scores alone; a pairs file that cannot be read
+    gives them with a warning."""
+    folder = tmp_path / "test"
+    shutil.copytree(SAMPLE / "test", folder)
+    answers = folder / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": row["id"], "value": 0.7}) + "\n"
+                               for row in read_jsonl(folder / "truth.jsonl")))  # fmt: skip
+    rows = read_jsonl(folder / "pairs.jsonl")
+    (folder / "pairs.jsonl").write_text("".join(json.dumps({**row, "pair": ["", ""]}) + "\n" for row in rows))
+    code, text = invoke("score", "--task", "pan23", "--truth", str(folder), "--answers", str(answers))
+    assert code == 0 and "essay+interview" in text, text  # types read, texts not needed
+    untyped = [{k: v for k, v in row.items() if k != "discourse_types"} for row in rows]
+    (folder / "pairs.jsonl").write_text("".join(json.dumps(row) + "\n" for row in untyped))
+    code, text = invoke("score", "--task", "pan23", "--truth", str(folder), "--answers", str(answers))
+    assert code == 0 and "+" not in text, text
+    (folder / "pairs.jsonl").write_text("{not json\n")
+    code, text = invoke("score", "--task", "pan23", "--truth", str(folder), "--answers", str(answers))
+    assert code == 0 and "main score: overall" in text and "+" not in text, text
+    assert "malformed JSON" in caplog.text and "no discourse-type pair is scored apart" in caplog.text
