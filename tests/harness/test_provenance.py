@@ -52,6 +52,12 @@ def test_the_device_recorded_is_the_one_the_run_computed_on_not_the_machines_gpu
     assert resolve_device("cpu") == "cpu" and provenance.device_description().startswith("cpu:")
     assert resolve_device("cuda:1") == "cuda:1" and provenance.device_description() == "cuda:FAKE-GPU-1"
     assert resolve_device("auto") == "cuda"
+    # a task's own search that picks the GPU by itself (reddit, darkweb ranking) is noted as well
+    from toolkit.nearest import GPU_MIN_PAIRS, _choose
+
+    provenance.forget_devices()
+    assert _choose("auto", "auto", GPU_MIN_PAIRS, 1, top_k=False) == ("torch", "cuda")
+    assert provenance.device_description() == "cuda:FAKE-GPU-0"
     # the next run resolves no device (length_ratio): the GPU noted above is not its own
     done = run(system_name="length_ratio", task_name="pan23", data=SAMPLE, out_dir=tmp_path / "runs")
     assert done.result["environment"]["device"].startswith("cpu:")
